@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install what uroce needs to build and test, from Debian 12 packages.
+# Idempotent: installs only what is missing. Run as root (or with sudo on PATH).
+set -euo pipefail
+
+PACKAGES=(
+	# build
+	build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
+	# libraries
+	liburing-dev libpcap-dev libxxhash-dev libisal-dev zlib1g-dev
+	# rdma-core headers and the unmodified programs uroce must run
+	libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest python3-pyverbs
+	# tests and oracles
+	libcriterion-dev tshark python3-scapy iproute2 nftables
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing+=("$p")
+	fi
+done
+if ((${#missing[@]} == 0)); then
+	echo "setup: all ${#PACKAGES[@]} packages present"
+	exit 0
+fi
+
+SUDO=()
+if ((EUID != 0)); then
+	command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+	SUDO=(sudo)
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer no without a prompt.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | "${SUDO[@]}" debconf-set-selections
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, build every tree, run the tests.
+#   scripts/test.sh            release, ASan+UBSan, TSan and fuzz trees
+#   scripts/test.sh release    one tree only (release, debug, asan, tsan or fuzz)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/setup.sh"
+"$top/scripts/check-layers"
+"$top/scripts/check-format"
+
+kinds=("$@")
+((${#kinds[@]})) || kinds=(release asan tsan fuzz)
+for kind in "${kinds[@]}"; do
+	echo "== $kind: build"
+	"$top/scripts/build.sh" "$kind"
+	echo "== $kind: test"
+	label=()
+	# The fuzz tree exists to run the fuzzers; its other tests ran in the trees above.
+	[[ $kind == fuzz ]] && label=(-L fuzz)
+	ctest --test-dir "$top/build/$kind" --output-on-failure -j2 "${label[@]}"
+done

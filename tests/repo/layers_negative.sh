@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# check-layers must reject an upward include and an impure transport header.
+set -euo pipefail
+check=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/transport" "$tmp/cm" "$tmp/fabric"
+printf '#include "transport/wire.h"\n' >"$tmp/cm/ok.c"
+"$check" "$tmp" >/dev/null || { echo "a clean tree was rejected"; exit 1; }
+for bad in '#include "fabric/pcap.h"' '#include <pthread.h>' '#include <time.h>'; do
+	printf '%s\n' "$bad" >"$tmp/transport/bad.c"
+	if "$check" "$tmp" 2>/dev/null; then
+		echo "check-layers accepted transport/bad.c with: $bad"
+		exit 1
+	fi
+done
+rm "$tmp/transport/bad.c"
+printf '#include "verbs-shim/x.h"\n' >"$tmp/fabric/bad.c"
+if "$check" "$tmp" 2>/dev/null; then echo "check-layers accepted fabric including verbs-shim"; exit 1; fi
+echo "ok"
