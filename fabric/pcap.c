@@ -1,1 +1,199 @@
 /* SPDX-License-Identifier: MIT */
+#include "fabric/pcap.h"
+
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <pcap/pcap.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/wire.h"
+
+/* Ethernet + IPv6 + UDP headers, the longest header a frame gets. */
+#define HDR_MAX (ETH_HLEN + ROCE_IPV6_HDR_LEN + ROCE_UDP_HDR_LEN)
+/* The largest frame: an IPv6 packet with the largest payload length (RFC 8200). */
+#define FRAME_MAX (ETH_HLEN + ROCE_IPV6_HDR_LEN + 0xFFFF)
+
+/*
+ * libpcap's largest snapshot length (what tcpdump uses), so that even a
+ * 65535-byte IP packet plus its Ethernet header is recorded untruncated.
+ */
+#define SNAPLEN 262144
+
+#define NSEC_PER_SEC 1000000000u
+
+struct uroce_pcap {
+	pthread_mutex_t lock; /* serialises the frame buffer and the dumper */
+	pcap_t *pcap;         /* a "dead" handle: only describes the file format */
+	pcap_dumper_t *dumper;
+	bool failed; /* an I/O error happened; nothing more is written */
+	_Atomic uint64_t frames;
+	_Atomic uint64_t dropped;
+	char *path;               /* for the error message */
+	uint8_t frame[FRAME_MAX]; /* pcap_dump takes one contiguous frame */
+};
+
+struct uroce_pcap *uroce_pcap_open(const char *path)
+{
+	struct uroce_pcap *cap = calloc(1, sizeof(*cap));
+	FILE *file = NULL;
+	int err = ENOMEM;
+
+	if (!cap)
+		return NULL;
+	cap->path = strdup(path);
+	cap->pcap = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, SNAPLEN,
+							 PCAP_TSTAMP_PRECISION_NANO);
+	if (!cap->path || !cap->pcap)
+		goto fail;
+	/*
+	 * Open the stream ourselves rather than with pcap_dump_open(), so that
+	 * errno is fopen's own; a FIFO or an inherited descriptor can be
+	 * handed to pcap_dump_fopen() the same way.
+	 */
+	file = fopen(path, "wbe");
+	if (!file) {
+		err = errno;
+		goto fail;
+	}
+	errno = 0;
+	cap->dumper = pcap_dump_fopen(cap->pcap, file);
+	if (!cap->dumper) {
+		/* pcap_dump_fopen() closes @file when the header cannot be written. */
+		err = errno ? errno : EIO;
+		goto fail;
+	}
+	pthread_mutex_init(&cap->lock, NULL);
+	return cap;
+
+fail:
+	if (cap->pcap)
+		pcap_close(cap->pcap);
+	free(cap->path);
+	free(cap);
+	errno = err;
+	return NULL;
+}
+
+/* Remember the first I/O error and report it once. Called with the lock held. */
+static void pcap_fail(struct uroce_pcap *cap, int err)
+{
+	char buf[128];
+
+	if (cap->failed)
+		return;
+	cap->failed = true;
+	fprintf(stderr, "uroce: capture %s: write failed: %s; further frames are dropped\n",
+		cap->path, strerror_r(err ? err : EIO, buf, sizeof(buf)));
+}
+
+/* The synthetic MAC of an address: 02:00 and the GID's last four bytes. */
+static void mac_from_gid(uint8_t mac[ETH_ALEN], const uint8_t gid[16])
+{
+	mac[0] = 0x02; /* locally administered, unicast */
+	mac[1] = 0x00;
+	memcpy(mac + 2, gid + 12, 4);
+}
+
+int uroce_pcap_write(struct uroce_pcap *cap, const struct roce_ipudp *f, const uint8_t *roce,
+		     size_t len, uint64_t ts_ns)
+{
+	uint8_t hdr[HDR_MAX];
+	struct pcap_pkthdr ph;
+	size_t ip_udp_len, hdr_len;
+	int ret = 0;
+
+	if (!roce) {
+		errno = EINVAL;
+		return -1;
+	}
+	ip_udp_len = roce_ipudp_write(hdr + ETH_HLEN, f, roce, len, ROCE_UDP_CSUM_FULL);
+	if (!ip_udp_len) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	mac_from_gid(hdr, f->dgid);
+	mac_from_gid(hdr + ETH_ALEN, f->sgid);
+	roce_put16(hdr + 2 * ETH_ALEN, roce_ipudp_is_v4(f) ? ETH_P_IP : ETH_P_IPV6);
+	hdr_len = ETH_HLEN + ip_udp_len;
+
+	ph.ts.tv_sec = (time_t)(ts_ns / NSEC_PER_SEC);
+	/* Nanoseconds: the handle was opened with PCAP_TSTAMP_PRECISION_NANO. */
+	ph.ts.tv_usec = (suseconds_t)(ts_ns % NSEC_PER_SEC);
+	ph.caplen = ph.len = (bpf_u_int32)(hdr_len + len);
+
+	pthread_mutex_lock(&cap->lock);
+	if (!cap->failed) {
+		memcpy(cap->frame, hdr, hdr_len);
+		memcpy(cap->frame + hdr_len, roce, len);
+		errno = 0;
+		pcap_dump((u_char *)cap->dumper, &ph, cap->frame);
+		/* pcap_dump() returns nothing: stdio keeps the error. */
+		if (ferror(pcap_dump_file(cap->dumper)))
+			pcap_fail(cap, errno);
+	}
+	if (cap->failed) {
+		atomic_fetch_add_explicit(&cap->dropped, 1, memory_order_relaxed);
+		ret = -1;
+	} else {
+		atomic_fetch_add_explicit(&cap->frames, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&cap->lock);
+	if (ret)
+		errno = EIO;
+	return ret;
+}
+
+/* Flush with the lock held; sets cap->failed on error. */
+static int pcap_flush_locked(struct uroce_pcap *cap)
+{
+	if (!cap->failed && pcap_dump_flush(cap->dumper) != 0)
+		pcap_fail(cap, errno);
+	return cap->failed ? -1 : 0;
+}
+
+int uroce_pcap_flush(struct uroce_pcap *cap)
+{
+	int ret;
+
+	pthread_mutex_lock(&cap->lock);
+	ret = pcap_flush_locked(cap);
+	pthread_mutex_unlock(&cap->lock);
+	if (ret)
+		errno = EIO;
+	return ret;
+}
+
+uint64_t uroce_pcap_frames(const struct uroce_pcap *cap)
+{
+	return atomic_load_explicit(&cap->frames, memory_order_relaxed);
+}
+
+uint64_t uroce_pcap_dropped(const struct uroce_pcap *cap)
+{
+	return atomic_load_explicit(&cap->dropped, memory_order_relaxed);
+}
+
+int uroce_pcap_close(struct uroce_pcap *cap)
+{
+	int ret;
+
+	if (!cap)
+		return 0;
+	pthread_mutex_lock(&cap->lock);
+	ret = pcap_flush_locked(cap);
+	pthread_mutex_unlock(&cap->lock);
+	/* Everything is flushed: closing can no longer lose buffered frames. */
+	pcap_dump_close(cap->dumper);
+	pcap_close(cap->pcap);
+	pthread_mutex_destroy(&cap->lock);
+	free(cap->path);
+	free(cap);
+	if (ret)
+		errno = EIO;
+	return ret;
+}

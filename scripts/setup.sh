@@ -9,7 +9,7 @@ PACKAGES=(
 	# libraries
 	liburing-dev libpcap-dev libxxhash-dev libisal-dev zlib1g-dev
 	# rdma-core headers and the unmodified programs uroce must run
-	libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest python3-pyverbs
+	libibverbs-dev librdmacm-dev ibverbs-providers librdmacm1 ibverbs-utils rdmacm-utils perftest python3-pyverbs binutils
 	# tests and oracles
 	libcriterion-dev tshark python3-scapy iproute2 nftables
 )

@@ -16,9 +16,10 @@
 
 /*
  * Build IP header, UDP header and the RoCEv2 packet @pkt (headers, payload,
- * pad) with its ICRC into @buf. The UDP checksum is written as @csum says.
- * Returns the IP packet length, or 0 if @cap is too small or the opcode is
- * not defined.
+ * pad; see roce_encode()) with its ICRC into @buf. The IP/UDP fields come
+ * from @f (lengths are computed); the UDP checksum is written as @csum says.
+ * Returns the IP packet length, or 0 if @cap is too small, the opcode is
+ * not defined or the packet is too long for the IP length fields.
  */
 size_t roce_frame_build(uint8_t *buf, size_t cap, const struct roce_ipudp *f,
 			const struct roce_pkt *pkt, enum roce_udp_csum csum);

@@ -38,12 +38,12 @@ enum {
 };
 
 /* Well-known values. */
-#define ROCE_DEFAULT_PKEY 0xFFFFu	/* the one partition of a RoCE port */
-#define ROCE_GSI_QPN 1u			/* QP1: CM MADs */
-#define ROCE_GSI_QKEY 0x80010000u	/* QP1's controlled Q_Key (§4.1) */
-#define ROCE_MCAST_QPN 0xFFFFFFu	/* DestQP of multicast UD packets */
-#define ROCE_PSN_MASK 0xFFFFFFu
-#define ROCE_QPN_MASK 0xFFFFFFu
+#define ROCE_DEFAULT_PKEY 0xFFFFu     /* the one partition of a RoCE port */
+#define ROCE_GSI_QPN      1u          /* QP1: CM MADs */
+#define ROCE_GSI_QKEY     0x80010000u /* QP1's controlled Q_Key (§4.1) */
+#define ROCE_MCAST_QPN    0xFFFFFFu   /* DestQP of multicast UD packets */
+#define ROCE_PSN_MASK     0xFFFFFFu
+#define ROCE_QPN_MASK     0xFFFFFFu
 
 /* Transport prefixes: bits 7..5 of the opcode (PROTOCOL.md §1.5). */
 enum roce_transport {
@@ -88,7 +88,11 @@ enum roce_op {
 /* The CNP opcode (PROTOCOL.md §1.9: 0x81, not the 0x80 prefix). */
 #define ROCE_OPCODE_CNP 0x81u
 
-/* Which headers a packet carries, in wire order after the BTH. */
+/*
+ * Which headers a packet carries. On the wire they follow the BTH in the
+ * order of these bits, except FETH, which comes first (FLUSH: FETH, RETH).
+ * No opcode carries both XRCETH and RDETH/DETH.
+ */
 enum roce_hdr {
 	ROCE_HDR_XRCETH = 1u << 0,
 	ROCE_HDR_RDETH = 1u << 1,
@@ -105,49 +109,64 @@ enum roce_hdr {
 
 /* What an opcode means, beyond its headers. */
 enum roce_op_flag {
-	ROCE_OPF_PAYLOAD = 1u << 0,   /* carries payload */
-	ROCE_OPF_FIRST = 1u << 1,     /* first packet of a multi-packet message */
+	ROCE_OPF_PAYLOAD = 1u << 0, /* carries payload */
+	ROCE_OPF_FIRST = 1u << 1,   /* first packet of a multi-packet message */
 	ROCE_OPF_MIDDLE = 1u << 2,
 	ROCE_OPF_LAST = 1u << 3,
-	ROCE_OPF_ONLY = 1u << 4,      /* whole message in one packet */
-	ROCE_OPF_REQUEST = 1u << 5,   /* requester → responder */
-	ROCE_OPF_RESPONSE = 1u << 6,  /* responder → requester */
-	ROCE_OPF_SEND = 1u << 7,      /* consumes a receive WQE */
+	ROCE_OPF_ONLY = 1u << 4,     /* whole message in one packet */
+	ROCE_OPF_REQUEST = 1u << 5,  /* requester → responder */
+	ROCE_OPF_RESPONSE = 1u << 6, /* responder → requester */
+	/*
+	 * A SEND: its payload goes to a receive WQE. An RDMA WRITE with
+	 * immediate (WRITE|IMM) also consumes one, at its last packet.
+	 */
+	ROCE_OPF_SEND = 1u << 7,
 	ROCE_OPF_WRITE = 1u << 8,
 	ROCE_OPF_READ = 1u << 9,
 	ROCE_OPF_ATOMIC = 1u << 10,
 	ROCE_OPF_IMM = 1u << 11,
 	ROCE_OPF_INV = 1u << 12,
-	ROCE_OPF_FIXED8 = 1u << 13,   /* payload is exactly 8 bytes (ATOMIC_WRITE) */
-};
-
-struct roce_opcode_info {
-	const char *name;  /* e.g. "RC_SEND_ONLY"; NULL for an invalid opcode */
-	uint16_t hdrs;     /* enum roce_hdr mask */
-	uint16_t flags;    /* enum roce_op_flag mask */
-	uint8_t hdr_len;   /* BTH + extension headers, in bytes */
+	ROCE_OPF_FIXED8 = 1u << 13, /* payload is exactly 8 bytes (ATOMIC_WRITE) */
 };
 
 /*
- * The opcode table: info for every one of the 256 opcode values. Opcodes
- * that RoCE does not define (including the manufacturer range 0xC0..0xFF)
- * have name == NULL.
+ * RDMA READ requests, atomics, FLUSH and ACKs are ONLY packets (a message of
+ * one packet); READ responses are FIRST/MIDDLE/LAST/ONLY like SENDs. CNP has
+ * no flags. ATOMIC_WRITE is WRITE|ONLY|FIXED8 and is acknowledged by an ACK.
+ */
+struct roce_opcode_info {
+	const char *name; /* e.g. "RC_SEND_ONLY"; NULL for an invalid opcode */
+	uint16_t hdrs;    /* enum roce_hdr mask */
+	uint16_t flags;   /* enum roce_op_flag mask */
+	uint8_t hdr_len;  /* BTH + extension headers, in bytes */
+};
+
+/*
+ * The opcode table: info for every one of the 256 opcode values
+ * (PROTOCOL.md §1.7). Defined: RC 0x00-0x14, 0x16, 0x17, FLUSH 0x1C and
+ * ATOMIC_WRITE 0x1D; UC 0x20-0x2B; RD 0x40-0x55 (decoding only); UD 0x64,
+ * 0x65; CNP 0x81; XRC 0xA0-0xB4, 0xB6, 0xB7, whose requests carry an XRCETH
+ * and whose responses (READ responses, ACKs) are laid out as RC's. Names
+ * are the transport and the operation as in Linux ib_pack.h:
+ * "RC_SEND_ONLY", "XRC_RDMA_WRITE_FIRST", "UD_SEND_ONLY_WITH_IMMEDIATE",
+ * "CNP". Every other value, including the manufacturer range 0xC0..0xFF,
+ * has name == NULL. Never returns NULL.
  */
 const struct roce_opcode_info *roce_opcode(uint8_t opcode);
 
 struct roce_bth {
 	uint8_t opcode;
-	bool se;	/* solicited event */
-	bool mig;	/* MigReq */
-	uint8_t pad;	/* PadCnt, 0..3 */
-	uint8_t tver;	/* must be 0 */
+	bool se;      /* solicited event */
+	bool mig;     /* MigReq */
+	uint8_t pad;  /* PadCnt, 0..3 */
+	uint8_t tver; /* must be 0 */
 	uint16_t pkey;
 	bool fecn, becn;
 	uint8_t resv6;
-	uint32_t dqpn;	/* 24 bits */
+	uint32_t dqpn; /* 24 bits */
 	bool ack_req;
 	uint8_t resv7;
-	uint32_t psn;	/* 24 bits */
+	uint32_t psn; /* 24 bits */
 };
 
 struct roce_reth {
@@ -193,7 +212,10 @@ static inline enum roce_aeth_class roce_aeth_class(uint8_t syndrome)
 {
 	return (enum roce_aeth_class)((syndrome >> 5) & 3);
 }
-static inline uint8_t roce_aeth_value(uint8_t syndrome) { return syndrome & 0x1F; }
+static inline uint8_t roce_aeth_value(uint8_t syndrome)
+{
+	return syndrome & 0x1F;
+}
 static inline uint8_t roce_aeth_syndrome(enum roce_aeth_class c, uint8_t value)
 {
 	return (uint8_t)(((unsigned)c << 5) | (value & 0x1F));
@@ -203,20 +225,20 @@ static inline uint8_t roce_aeth_syndrome(enum roce_aeth_class c, uint8_t value)
 struct roce_pkt {
 	struct roce_bth bth;
 	const struct roce_opcode_info *info;
-	uint16_t hdrs; /* enum roce_hdr mask: which of the fields below are valid */
-	uint32_t xrc_srqn;		/* XRCETH: 24 bits */
-	uint32_t rd_eecn;		/* RDETH: 24 bits */
+	uint16_t hdrs;     /* enum roce_hdr mask: which of the fields below are valid */
+	uint32_t xrc_srqn; /* XRCETH: 24 bits */
+	uint32_t rd_eecn;  /* RDETH: 24 bits */
 	struct roce_deth deth;
-	struct roce_reth reth;		/* also VA/R_Key of a FLUSH */
+	struct roce_reth reth; /* also VA/R_Key of a FLUSH */
 	struct roce_atomiceth atomic;
 	struct roce_aeth aeth;
-	uint64_t atomic_orig;		/* AtomicAckETH */
-	uint32_t imm_be;		/* ImmDt, network byte order */
-	uint32_t ieth_rkey;		/* IETH: R_Key to invalidate */
-	uint8_t feth;			/* FETH: selectivity level and placement type */
+	uint64_t atomic_orig; /* AtomicAckETH */
+	uint32_t imm_be;      /* ImmDt, network byte order */
+	uint32_t ieth_rkey;   /* IETH: R_Key to invalidate */
+	uint8_t feth;         /* FETH bits 5..4 selectivity, 3..0 placement type */
 	const uint8_t *payload;
-	uint32_t payload_len;		/* without pad */
-	uint32_t icrc;			/* ICRC value as read from the wire (LE) */
+	uint32_t payload_len; /* without pad */
+	uint32_t icrc;        /* ICRC value as read from the wire (LE) */
 };
 
 /*
@@ -225,31 +247,51 @@ struct roce_pkt {
  */
 enum roce_decode_err {
 	ROCE_OK = 0,
-	ROCE_ERR_TRUNCATED,	/* shorter than BTH + ICRC */
-	ROCE_ERR_OPCODE,	/* opcode RoCE does not define */
-	ROCE_ERR_TVER,		/* TVer != 0 */
-	ROCE_ERR_HDR_LEN,	/* too short for the opcode's headers + ICRC */
-	ROCE_ERR_ALIGN,		/* length not a multiple of 4 bytes */
-	ROCE_ERR_PAD,		/* PadCnt larger than the payload area, or pad
-				   where the opcode allows none */
-	ROCE_ERR_PAYLOAD_LEN,	/* payload where none is allowed, more than
-				   4096 bytes, or a fixed-size payload of the
-				   wrong size */
-	ROCE_ERR_PKEY,		/* P_Key does not match the port's partition */
-	ROCE_ERR_DQPN,		/* DestQP 0 */
+	ROCE_ERR_TRUNCATED,   /* shorter than BTH + ICRC */
+	ROCE_ERR_OPCODE,      /* opcode RoCE does not define */
+	ROCE_ERR_TVER,        /* TVer != 0 */
+	ROCE_ERR_HDR_LEN,     /* too short for the opcode's headers + ICRC */
+	ROCE_ERR_ALIGN,       /* length not a multiple of 4 bytes */
+	ROCE_ERR_PAD,         /* PadCnt over the payload area, or on an opcode without payload */
+	ROCE_ERR_PAYLOAD_LEN, /* payload where none is allowed, > 4096, or not 8 (ATOMIC_WRITE) */
+	ROCE_ERR_PKEY,        /* P_Key does not match the port's partition */
+	ROCE_ERR_DQPN,        /* DestQP 0 */
 	ROCE_ERR__COUNT
 };
 
-/* A short stable name for an error ("truncated", "bad-opcode", ...). */
+/*
+ * A short stable name for an error ("truncated", "bad-opcode", ...), for
+ * logs and counters; "unknown" for a value outside the enum.
+ */
 const char *roce_decode_strerror(enum roce_decode_err err);
 
 /*
  * Decode and validate the RoCEv2 part of a UDP payload: @buf holds @len
  * bytes from the BTH through the ICRC. Validates everything a receiver can
- * check without queue-pair state: length against opcode, TVer, pad,
- * 4-byte alignment, header presence, payload bound (4096), DestQP != 0 and
- * the P_Key against the port's one partition (0xFFFF: low 15 bits 0x7FFF).
- * The ICRC is read but not verified (see icrc.h).
+ * check without queue-pair state (PROTOCOL.md §1.10), in this order; the
+ * first failed check is the error returned:
+ *
+ *  1. ROCE_ERR_TRUNCATED    len < 16 (BTH + ICRC)
+ *  2. ROCE_ERR_OPCODE       roce_opcode(opcode)->name == NULL
+ *  3. ROCE_ERR_TVER         TVer != 0
+ *  4. ROCE_ERR_HDR_LEN      len < hdr_len + 4
+ *  5. ROCE_ERR_ALIGN        len % 4 != 0 (IBA counts packet length in
+ *                           4-byte words; PadCnt exists to keep it so)
+ *  6. ROCE_ERR_PAD          PadCnt != 0 on an opcode without payload, or
+ *                           PadCnt > len - hdr_len - 4
+ *  7. ROCE_ERR_PAYLOAD_LEN  payload_len = len - hdr_len - PadCnt - 4 is
+ *                           not 0 on an opcode without payload, is over
+ *                           4096 (ROCE_MAX_PMTU), or is not 8 on
+ *                           ATOMIC_WRITE (ROCE_OPF_FIXED8)
+ *  8. ROCE_ERR_PKEY         P_Key bits 14..0 != 0x7FFF: not the port's one
+ *                           partition (0xFFFF, full member, so a limited
+ *                           member's 0x7FFF is accepted too)
+ *  9. ROCE_ERR_DQPN         DestQP == 0
+ *
+ * Checks against the path MTU are left to roce_payload_fits_pmtu(). The
+ * ICRC is read (least-significant byte first) but not verified (icrc.h).
+ * @pkt->payload points at buf + hdr_len, also when payload_len is 0.
+ * Header fields of headers the opcode does not carry are 0.
  *
  * Never reads outside buf[0..len). Returns ROCE_OK and fills @pkt, or the
  * reason the packet is bad (@pkt is then unspecified).
@@ -257,35 +299,49 @@ const char *roce_decode_strerror(enum roce_decode_err err);
 enum roce_decode_err roce_decode(const uint8_t *buf, size_t len, struct roce_pkt *pkt);
 
 /*
- * Check a payload length against the path MTU for the packet's position in
+ * Check pkt->payload_len against the path MTU for the packet's position in
  * its message: FIRST and MIDDLE carry exactly @pmtu bytes, LAST 1..@pmtu,
- * ONLY 0..@pmtu (PROTOCOL.md §1.8). @pmtu is 256, 512, 1024, 2048 or 4096.
+ * ONLY 0..@pmtu (PROTOCOL.md §1.8); an opcode without payload carries 0.
+ * The opcode is taken from pkt->bth.opcode. Returns false if @pmtu is not
+ * 256, 512, 1024, 2048 or 4096, or the opcode is not defined.
  */
 bool roce_payload_fits_pmtu(const struct roce_pkt *pkt, uint32_t pmtu);
 
 /* Pad bytes that follow a payload of @len bytes: (-len) & 3 (§1.8). */
-static inline uint8_t roce_pad_len(uint32_t len) { return (uint8_t)(-len & 3u); }
+static inline uint8_t roce_pad_len(uint32_t len)
+{
+	return (uint8_t)(-len & 3u);
+}
 
 /*
  * Encode the headers of @pkt: the BTH (PadCnt computed from
- * pkt->payload_len) and the extension headers its opcode carries, taken
- * from the fields of @pkt. pkt->info is ignored; the opcode decides.
- * Returns the header length, or 0 if @cap is too small or the opcode is
- * not defined. The caller places payload, pad and ICRC after it.
+ * pkt->payload_len; every other BTH field, TVer and the reserved bits
+ * included, taken from pkt->bth and cut to its width) and the extension
+ * headers its opcode carries, taken from the fields of @pkt, with their
+ * reserved bits (and a CNP's 16 reserved bytes) zero. pkt->info,
+ * pkt->hdrs and pkt->bth.pad are ignored; the opcode decides.
+ * Returns the header length, or 0 (nothing written) if @cap is too small,
+ * the opcode is not defined, or pkt->payload_len is one roce_decode()
+ * would refuse (payload on an opcode without payload, over 4096, not 8 on
+ * ATOMIC_WRITE). The caller places payload, pad and ICRC after it.
  */
 size_t roce_encode_hdrs(uint8_t *buf, size_t cap, const struct roce_pkt *pkt);
 
 /*
- * Encode a whole packet from @pkt: BTH (with PadCnt computed from
- * payload_len), the headers its opcode carries, pkt->payload_len bytes of
- * pkt->payload, zero pad, and 4 zero bytes where the ICRC goes (fill it in with
- * roce_icrc_fill()). Returns the total length, or 0 if @cap is too small or
- * the opcode is invalid.
+ * Encode a whole packet from @pkt as roce_encode_hdrs() does, followed by
+ * pkt->payload_len bytes of pkt->payload (which may overlap @buf), zero
+ * pad, and 4 zero bytes where the ICRC goes (fill it in with
+ * roce_icrc_fill()). The inverse of roce_decode() up to reserved bits, pad
+ * bytes and the ICRC. Returns the total length, or 0 (nothing written) for
+ * the errors of roce_encode_hdrs() or if @cap is below the total length.
  */
 size_t roce_encode(uint8_t *buf, size_t cap, const struct roce_pkt *pkt);
 
 /* PSN arithmetic modulo 2^24 (PROTOCOL.md §3.1). */
-static inline uint32_t roce_psn_add(uint32_t psn, uint32_t n) { return (psn + n) & ROCE_PSN_MASK; }
+static inline uint32_t roce_psn_add(uint32_t psn, uint32_t n)
+{
+	return (psn + n) & ROCE_PSN_MASK;
+}
 /* > 0 if a is after b, < 0 if before, 0 if equal. */
 static inline int32_t roce_psn_cmp(uint32_t a, uint32_t b)
 {
@@ -293,22 +349,44 @@ static inline int32_t roce_psn_cmp(uint32_t a, uint32_t b)
 }
 
 /* Big-endian loads and stores used by all codecs. */
-static inline uint16_t roce_get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t roce_get24(const uint8_t *p) { return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; }
+static inline uint16_t roce_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+static inline uint32_t roce_get24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
 static inline uint32_t roce_get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
-static inline uint64_t roce_get64(const uint8_t *p) { return (uint64_t)roce_get32(p) << 32 | roce_get32(p + 4); }
-static inline void roce_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline uint64_t roce_get64(const uint8_t *p)
+{
+	return (uint64_t)roce_get32(p) << 32 | roce_get32(p + 4);
+}
+static inline void roce_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
 static inline void roce_put24(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 16); p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)v;
+	p[0] = (uint8_t)(v >> 16);
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)v;
 }
 static inline void roce_put32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
 }
-static inline void roce_put64(uint8_t *p, uint64_t v) { roce_put32(p, (uint32_t)(v >> 32)); roce_put32(p + 4, (uint32_t)v); }
+static inline void roce_put64(uint8_t *p, uint64_t v)
+{
+	roce_put32(p, (uint32_t)(v >> 32));
+	roce_put32(p + 4, (uint32_t)v);
+}
 
 #endif

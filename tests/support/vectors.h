@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 struct test_vector {
-	int frame;		/* 1-based number, as in PROTOCOL.md §2.5 */
+	int frame; /* 1-based number, as in PROTOCOL.md §2.5 */
 	char name[64];
 	uint8_t bytes[1600];
 	size_t len;
-	uint8_t icrc[4];	/* ICRC wire bytes */
+	uint8_t icrc[4]; /* ICRC wire bytes */
 };
 
 /*

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers of the verbs-shim unit tests: they use the device of the loopback interface, which
+ * every machine has, with its IPv4 address 127.0.0.1 (GID ::ffff:127.0.0.1).
+ */
+#ifndef UROCE_TESTS_SHIM_LO_H
+#define UROCE_TESTS_SHIM_LO_H
+
+#include <criterion/criterion.h>
+#include <infiniband/verbs.h>
+#include <string.h>
+
+#define LO_DEVICE "uroce_lo"
+
+static inline struct ibv_context *open_lo(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	cr_assert_not_null(list);
+	for (int i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), LO_DEVICE))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	cr_assert_not_null(ctx, "no %s device, or it does not open", LO_DEVICE);
+	return ctx;
+}
+
+static inline union ibv_gid lo_ipv4_gid(void)
+{
+	union ibv_gid gid = {.raw = {[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1}};
+
+	return gid;
+}
+
+/* Index of ::ffff:127.0.0.1 in the GID table. */
+static inline int lo_gid_index(struct ibv_context *ctx)
+{
+	union ibv_gid want = lo_ipv4_gid(), gid;
+
+	for (int i = 0; i < 16; i++) {
+		cr_assert_eq(ibv_query_gid(ctx, 1, i, &gid), 0);
+		if (!memcmp(&gid, &want, sizeof(gid)))
+			return i;
+	}
+	cr_assert_fail("::ffff:127.0.0.1 is not in the GID table of %s", LO_DEVICE);
+	return -1;
+}
+
+/* An address vector to 127.0.0.1 from 127.0.0.1. */
+static inline struct ibv_ah_attr lo_ah_attr(struct ibv_context *ctx)
+{
+	struct ibv_ah_attr ah = {.is_global = 1, .port_num = 1};
+
+	ah.grh.dgid = lo_ipv4_gid();
+	ah.grh.sgid_index = lo_gid_index(ctx);
+	ah.grh.hop_limit = 64;
+	return ah;
+}
+
+#endif

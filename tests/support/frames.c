@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#include "frames.h"
+
+enum { ETH_LEN = 14, IPV4_LEN = 20, IPV6_LEN = 40, UDP_LEN = 8, UDP_PROTO = 17 };
+
+const uint8_t *test_roce_of_frame(const uint8_t *frame, size_t len, size_t *roce_len)
+{
+	size_t ip_len;
+	if (len < ETH_LEN)
+		return NULL;
+	if (frame[12] == 0x08 && frame[13] == 0x00) {
+		ip_len = IPV4_LEN;
+		if (len < ETH_LEN + IPV4_LEN || frame[ETH_LEN] != 0x45 ||
+		    frame[ETH_LEN + 9] != UDP_PROTO)
+			return NULL;
+	} else if (frame[12] == 0x86 && frame[13] == 0xdd) {
+		ip_len = IPV6_LEN;
+		if (len < ETH_LEN + IPV6_LEN || frame[ETH_LEN + 6] != UDP_PROTO)
+			return NULL;
+	} else {
+		return NULL;
+	}
+	const uint8_t *udp = frame + ETH_LEN + ip_len;
+	if (len < ETH_LEN + ip_len + UDP_LEN || (udp[2] << 8 | udp[3]) != 4791)
+		return NULL;
+	size_t udp_len = (size_t)(udp[4] << 8 | udp[5]);
+	if (udp_len < UDP_LEN || ETH_LEN + ip_len + udp_len > len)
+		return NULL;
+	*roce_len = udp_len - UDP_LEN;
+	return udp + UDP_LEN;
+}

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+/* Completion channels: ibv_create_comp_channel, ibv_get_cq_event, ibv_ack_cq_events. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "verbs-shim/export.h"
+#include "verbs-shim/objects.h"
+
+UROCE_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct uroce_channel *ch = calloc(1, sizeof(*ch));
+	int err;
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = uroce_evq_init(&ch->events);
+	if (err) {
+		free(ch);
+		errno = err;
+		return NULL;
+	}
+	ch->channel.context = context;
+	ch->channel.fd = ch->events.fd;
+	ch->channel.refcnt = 0;
+	return &ch->channel;
+}
+
+UROCE_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct ibv_context *context = channel->context;
+	int ret = 0;
+
+	/* As rdma-core: refused while a CQ still reports to it (refcnt under context->mutex). */
+	pthread_mutex_lock(&context->mutex);
+	if (channel->refcnt) {
+		ret = EBUSY;
+	} else {
+		uroce_evq_destroy(&to_uchannel(channel)->events);
+		free(to_uchannel(channel));
+	}
+	pthread_mutex_unlock(&context->mutex);
+	return ret;
+}
+
+/* Runs under the channel's queue lock (evq.h): destroy cannot slip in between. */
+static void cq_event_taken(const struct uroce_event *e)
+{
+	struct ibv_cq *cq = e->obj;
+
+	pthread_mutex_lock(&cq->mutex);
+	to_ucq(cq)->comp_events_reported++;
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+UROCE_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+				  void **cq_context)
+{
+	struct uroce_event e;
+	struct ibv_cq *c;
+
+	/* Blocks in read(): pthread_cancel works here (ABI.md §3.3). */
+	if (uroce_evq_pop(&to_uchannel(channel)->events, &e, cq_event_taken))
+		return -1;
+	c = e.obj;
+	*cq = c;
+	*cq_context = c->cq_context;
+	return 0;
+}
+
+UROCE_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uroce devices: one per network interface that is up and has an IPv4 or IPv6 address, as rxe
+ * binds one device to one netdev (ARCHITECTURE.md "Devices, GIDs ..."). Each has one port whose
+ * GID table holds the interface's addresses as RoCE v2 GIDs.
+ *
+ * Devices live in a process-wide registry and are never freed: an ibv_device pointer handed out
+ * once stays valid (rdma-core keeps devices alive while a context uses them). A device whose
+ * interface went away stays usable by open contexts but is no longer listed.
+ */
+#ifndef UROCE_VERBS_SHIM_DEVICE_H
+#define UROCE_VERBS_SHIM_DEVICE_H
+
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "verbs-shim/export.h"
+
+/* GID table length of every port (fixed, like a hardware table; ABI.md §2.4). */
+#define UROCE_GID_TBL_LEN 16
+/* Device names are "uroce_" + interface name. */
+#define UROCE_DEVICE_PREFIX "uroce_"
+
+struct uroce_gid_slot {
+	union ibv_gid gid;
+	bool valid;
+};
+
+/* A snapshot of what the port reports, refreshed by each scan. */
+struct uroce_port_state {
+	unsigned int ifflags; /* IFF_* of the interface */
+	int ifmtu;            /* interface MTU in bytes */
+	struct uroce_gid_slot gids[UROCE_GID_TBL_LEN];
+};
+
+struct uroce_device {
+	struct ibv_device ibdev; /* first: applications hold &ibdev */
+	char ifname[IF_NAMESIZE];
+	unsigned int ifindex;
+	uint32_t index; /* ibv_get_device_index() */
+	__be64 guid;    /* node GUID, network order */
+	bool loopback;
+	pthread_mutex_t lock; /* guards port and listed */
+	struct uroce_port_state port;
+	bool listed; /* present in the last scan */
+	struct uroce_device *next;
+};
+
+static inline struct uroce_device *to_udev(struct ibv_device *ibdev)
+{
+	return uroce_container_of(ibdev, struct uroce_device, ibdev);
+}
+
+/*
+ * Scan the interfaces (getifaddrs) and update the registry. On success *devs is a malloc'ed,
+ * NULL-terminated array of the listed devices (non-loopback first, then by interface index)
+ * and *n their number. Returns 0 or an errno value (ENOMEM, or getifaddrs' errno).
+ */
+int uroce_devices_scan(struct uroce_device ***devs, int *n);
+
+/* The registered device named NAME (listed or not), or NULL. */
+struct uroce_device *uroce_device_by_name(const char *name);
+
+/* Copy of the port snapshot, taken under the device lock. */
+void uroce_device_port(struct uroce_device *dev, struct uroce_port_state *out);
+
+/*
+ * GID at INDEX: 0 and *gid, ENODATA for an empty slot, EINVAL for INDEX >= UROCE_GID_TBL_LEN.
+ */
+int uroce_device_gid(struct uroce_device *dev, uint32_t index, union ibv_gid *gid);
+
+/* Index of GID in the table, or -1 when it is not there. */
+int uroce_device_find_gid(struct uroce_device *dev, const union ibv_gid *gid);
+
+/* Active MTU of a port (enum ibv_mtu) for an interface MTU: see device.c. */
+enum ibv_mtu uroce_active_mtu(int ifmtu);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An event queue behind a file descriptor: the completion channel and the async event queue
+ * of a context. Events are kept in a list; an eventfd in semaphore mode counts them, so the fd
+ * is pollable, can be made O_NONBLOCK, and a reader blocks in read(), a cancellation point
+ * (ABI.md §3.3: rping cancels a thread blocked in ibv_get_cq_event).
+ *
+ * Invariant: the eventfd count never exceeds the list length (push appends, then counts,
+ * under the lock; pop takes one count, then one entry). An event whose object is destroyed
+ * before it is read is cancelled in place (its object set to NULL) and skipped by pop.
+ */
+#ifndef UROCE_VERBS_SHIM_EVQ_H
+#define UROCE_VERBS_SHIM_EVQ_H
+
+#include <pthread.h>
+
+struct uroce_event {
+	struct uroce_event *next;
+	int type;  /* enum ibv_event_type for async events, 0 for completion events */
+	void *obj; /* the CQ, QP, SRQ or context; NULL once cancelled */
+};
+
+struct uroce_evq {
+	pthread_mutex_t lock;
+	int fd;
+	struct uroce_event *head;
+	struct uroce_event **tailp;
+};
+
+/* 0, or an errno value (eventfd's: EMFILE, ENFILE, ENOMEM). */
+int uroce_evq_init(struct uroce_evq *q);
+/* Frees the pending events and closes the fd. */
+void uroce_evq_destroy(struct uroce_evq *q);
+/* Queue an event: 0, or ENOMEM (the event is lost). */
+int uroce_evq_push(struct uroce_evq *q, int type, void *obj);
+/*
+ * Take the oldest event, blocking in read() while there is none (unless the fd is O_NONBLOCK).
+ * TAKEN (may be NULL) runs under the queue lock for the event handed out, so that counting it
+ * as reported cannot race with uroce_evq_cancel() in a destroy.
+ * Returns 0, or -1 with read()'s errno (EAGAIN when non-blocking and empty, EINTR).
+ */
+int uroce_evq_pop(struct uroce_evq *q, struct uroce_event *out,
+		  void (*taken)(const struct uroce_event *e));
+/* Cancel the pending events of OBJ; returns how many were cancelled. */
+unsigned int uroce_evq_cancel(struct uroce_evq *q, const void *obj);
+
+#endif

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layouts of uroce's verbs objects. Each embeds the rdma-core struct first, so the pointer an
+ * application holds is the uroce object (ABI.md §2.2, §2.3): contexts are struct verbs_context,
+ * QPs struct ibv_qp_ex, CQs struct ibv_cq_ex.
+ *
+ * Locks, outermost first (ARCHITECTURE.md "Locks"): device registry, device, QP (or SRQ),
+ * CQ, event queue, then the rdma-core mutex of an object (ibv_cq.mutex, ibv_qp.mutex, ...),
+ * which only counts reported and acknowledged events, as in rdma-core.
+ */
+#ifndef UROCE_VERBS_SHIM_OBJECTS_H
+#define UROCE_VERBS_SHIM_OBJECTS_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "verbs-shim/device.h"
+#include "verbs-shim/evq.h"
+#include "verbs-shim/export.h"
+#include "verbs-shim/wq.h"
+
+struct uroce_context {
+	struct verbs_context vctx; /* first; applications hold &vctx.context */
+	struct uroce_device *dev;
+	struct uroce_evq async; /* behind context.async_fd */
+};
+
+struct uroce_pd {
+	struct ibv_pd pd;
+	atomic_uint usecnt; /* MRs, QPs, SRQs and AHs on it */
+};
+
+struct uroce_mr {
+	struct ibv_mr mr;
+	struct uroce_pd *pd;
+	uint64_t iova;  /* address the peer names byte 0 with (0 for ZERO_BASED) */
+	int access;     /* IBV_ACCESS_* without the optional bits */
+	uint32_t index; /* in the MR table; lkey == rkey == index << 8 | key byte */
+};
+
+struct uroce_channel {
+	struct ibv_comp_channel channel; /* channel.fd is events.fd */
+	struct uroce_evq events;
+};
+
+struct uroce_cqe {
+	struct ibv_wc wc;
+	uint64_t completion_ts; /* CLOCK_MONOTONIC ns, if the CQ asked for timestamps */
+	uint64_t wallclock_ns;  /* CLOCK_REALTIME ns, likewise */
+};
+
+enum uroce_cq_notify {
+	UROCE_CQ_NOTIFY_NONE,
+	UROCE_CQ_NOTIFY_ANY,
+	UROCE_CQ_NOTIFY_SOLICITED,
+};
+
+struct uroce_cq {
+	struct ibv_cq_ex cqx; /* first; ibv_cq_ex_to_cq() is a cast */
+	pthread_mutex_t lock; /* ring, notify; held from start_poll to end_poll */
+	struct uroce_cqe *ring;
+	uint32_t slots; /* cqe + 1 */
+	uint32_t head;  /* entries produced (free-running) */
+	uint32_t tail;  /* entries consumed (free-running) */
+	enum uroce_cq_notify notify;
+	bool overrun;
+	uint64_t wc_flags;     /* IBV_WC_EX_WITH_* asked for at creation */
+	uint32_t flags;        /* IBV_CREATE_CQ_ATTR_* */
+	struct uroce_cqe *cur; /* the entry start_poll/next_poll stand on */
+	struct uroce_channel *channel;
+	atomic_uint usecnt; /* QPs and SRQs using it */
+	/* events handed to the application, under cqx.mutex (compared with *_events_completed) */
+	uint32_t comp_events_reported;
+	uint32_t async_events_reported;
+};
+
+struct uroce_ah {
+	struct ibv_ah ah;
+	struct uroce_pd *pd;
+	struct ibv_ah_attr attr;
+};
+
+struct uroce_srq {
+	struct ibv_srq srq;
+	struct uroce_pd *pd;
+	pthread_mutex_t lock; /* rq, limit */
+	struct uroce_wq rq;
+	uint32_t max_sge;
+	uint32_t limit;                 /* srq_limit: 0 = not armed */
+	atomic_uint usecnt;             /* QPs using it */
+	uint32_t async_events_reported; /* under srq.mutex */
+};
+
+struct uroce_qp {
+	struct ibv_qp_ex qpx; /* first; ibv_qp_to_qp_ex() returns &qpx */
+	struct uroce_context *ctx;
+	struct uroce_pd *pd;
+	struct uroce_cq *send_cq;
+	struct uroce_cq *recv_cq;
+	struct uroce_srq *srq;
+	pthread_mutex_t lock; /* attr, sq, rq, mcast, wr_* building */
+	/*
+	 * The current attributes (attr.qp_state mirrors qpx.qp_base.state): what the data path
+	 * reads: ah_attr (destination GID, source GID index, hop limit, traffic class, flow
+	 * label), dest_qp_num, rq_psn/sq_psn, path_mtu, qkey, timeout, retry_cnt, rnr_retry,
+	 * min_rnr_timer, max_rd_atomic, max_dest_rd_atomic, qp_access_flags.
+	 */
+	struct ibv_qp_attr attr;
+	bool sq_sig_all;
+	uint64_t send_ops_flags; /* IBV_QP_EX_WITH_*, for the wr_* interface */
+	struct uroce_wq sq;      /* struct uroce_send_wqe slots */
+	struct uroce_wq rq;      /* struct uroce_recv_wqe slots (unused with an SRQ) */
+	/* wr_start ... wr_complete: WQEs built since wr_start, and the first error seen */
+	uint32_t wr_head;
+	int wr_err;
+	union ibv_gid *mcast; /* attached multicast groups */
+	uint32_t nmcast;
+	uint32_t async_events_reported; /* under qpx.qp_base.mutex */
+};
+
+static inline struct uroce_context *to_uctx(struct ibv_context *ctx)
+{
+	return uroce_container_of(ctx, struct uroce_context, vctx.context);
+}
+
+static inline struct uroce_pd *to_upd(struct ibv_pd *pd)
+{
+	return uroce_container_of(pd, struct uroce_pd, pd);
+}
+
+static inline struct uroce_mr *to_umr(struct ibv_mr *mr)
+{
+	return uroce_container_of(mr, struct uroce_mr, mr);
+}
+
+static inline struct uroce_channel *to_uchannel(struct ibv_comp_channel *channel)
+{
+	return uroce_container_of(channel, struct uroce_channel, channel);
+}
+
+static inline struct uroce_cq *to_ucq(struct ibv_cq *cq)
+{
+	return uroce_container_of((struct ibv_cq_ex *)cq, struct uroce_cq, cqx);
+}
+
+static inline struct uroce_cq *to_ucq_ex(struct ibv_cq_ex *cq)
+{
+	return uroce_container_of(cq, struct uroce_cq, cqx);
+}
+
+static inline struct uroce_ah *to_uah(struct ibv_ah *ah)
+{
+	return uroce_container_of(ah, struct uroce_ah, ah);
+}
+
+static inline struct uroce_srq *to_usrq(struct ibv_srq *srq)
+{
+	return uroce_container_of(srq, struct uroce_srq, srq);
+}
+
+static inline struct uroce_qp *to_uqp(struct ibv_qp *qp)
+{
+	return uroce_container_of((struct ibv_qp_ex *)qp, struct uroce_qp, qpx);
+}
+
+static inline struct uroce_qp *to_uqp_ex(struct ibv_qp_ex *qp)
+{
+	return uroce_container_of(qp, struct uroce_qp, qpx);
+}
+
+#endif

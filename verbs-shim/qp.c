@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+/* Queue pairs: create, destroy, query, flush, lookup by number (qp.h). */
+#include "verbs-shim/qp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs-shim/async.h"
+#include "verbs-shim/caps.h"
+#include "verbs-shim/cq.h"
+#include "verbs-shim/engine.h"
+#include "verbs-shim/export.h"
+#include "verbs-shim/ops.h"
+#include "verbs-shim/qp_ex.h"
+#include "verbs-shim/table.h"
+
+/* QP numbers are UROCE_QPN_MIN - 1 + an index of this table. */
+static struct uroce_table qp_table = UROCE_TABLE_INIT(UROCE_MAX_QP);
+
+struct uroce_qp *uroce_qp_lookup(uint32_t qpn)
+{
+	if (qpn < UROCE_QPN_MIN)
+		return NULL;
+	return uroce_table_get(&qp_table, qpn - UROCE_QPN_MIN + 1);
+}
+
+/* The send operations (IBV_QP_EX_WITH_*) of each service: UD sends only, UC no reads or atomics. */
+static uint64_t type_send_ops(enum ibv_qp_type type)
+{
+	const uint64_t ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	const uint64_t uc = ud | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+
+	switch (type) {
+	case IBV_QPT_UD:
+		return ud;
+	case IBV_QPT_UC:
+		return uc;
+	default:
+		return uc | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	}
+}
+
+/* 0, EINVAL or EOPNOTSUPP for the creation attributes. */
+static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+			       IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const uint32_t supported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const struct ibv_qp_cap *cap = &attr->cap;
+
+	if (attr->comp_mask & ~known)
+		return EINVAL;
+	if (attr->comp_mask & ~supported)
+		return EOPNOTSUPP;
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != context)
+		return EINVAL;
+	switch (attr->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_DRIVER:
+		return EOPNOTSUPP;
+	default:
+		return EINVAL;
+	}
+	if (!attr->send_cq || !attr->recv_cq || attr->send_cq->context != context ||
+	    attr->recv_cq->context != context || (attr->srq && attr->srq->context != context))
+		return EINVAL;
+	if (cap->max_send_wr > UROCE_MAX_QP_WR || cap->max_send_sge > UROCE_MAX_SGE ||
+	    cap->max_inline_data > UROCE_MAX_INLINE_DATA ||
+	    (!attr->srq &&
+	     (cap->max_recv_wr > UROCE_MAX_QP_WR || cap->max_recv_sge > UROCE_MAX_SGE)))
+		return EINVAL;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
+		return EOPNOTSUPP;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (attr->send_ops_flags & ~type_send_ops(attr->qp_type)))
+		return EOPNOTSUPP;
+	return 0;
+}
+
+static void qp_free(struct uroce_qp *qp)
+{
+	uroce_wq_free(&qp->sq);
+	uroce_wq_free(&qp->rq);
+	free(qp->mcast);
+	free(qp);
+}
+
+static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp_cap *cap = &attr->cap;
+	struct uroce_qp *qp;
+	struct ibv_qp *base;
+	uint32_t index;
+	int err;
+
+	err = check_init_attr(context, attr);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	if (attr->srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
+	/* The inline capacity actually honoured, which rc_pingpong reads back (ABI.md §3.1). */
+	cap->max_inline_data = UROCE_MAX_INLINE_DATA;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (uroce_wq_init(&qp->sq, cap->max_send_wr,
+			  uroce_send_wqe_size(cap->max_send_sge, cap->max_inline_data)) ||
+	    uroce_wq_init(&qp->rq, cap->max_recv_wr, uroce_recv_wqe_size(cap->max_recv_sge))) {
+		qp_free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = uroce_table_insert(&qp_table, qp, &index);
+	if (err) {
+		qp_free(qp);
+		errno = err;
+		return NULL;
+	}
+	qp->ctx = to_uctx(context);
+	qp->pd = to_upd(attr->pd);
+	qp->send_cq = to_ucq(attr->send_cq);
+	qp->recv_cq = to_ucq(attr->recv_cq);
+	qp->srq = attr->srq ? to_usrq(attr->srq) : NULL;
+	pthread_mutex_init(&qp->lock, NULL);
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.cap = *cap;
+	qp->sq_sig_all = attr->sq_sig_all;
+	qp->send_ops_flags = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+				     ? attr->send_ops_flags
+				     : type_send_ops(attr->qp_type);
+	atomic_fetch_add(&qp->pd->usecnt, 1);
+	atomic_fetch_add(&qp->send_cq->usecnt, 1);
+	atomic_fetch_add(&qp->recv_cq->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->usecnt, 1);
+
+	base = &qp->qpx.qp_base;
+	base->context = context;
+	base->qp_context = attr->qp_context;
+	base->pd = attr->pd;
+	base->send_cq = attr->send_cq;
+	base->recv_cq = attr->recv_cq;
+	base->srq = attr->srq;
+	base->handle = index;
+	base->qp_num = UROCE_QPN_MIN - 1 + index;
+	base->state = IBV_QPS_RESET;
+	base->qp_type = attr->qp_type;
+	pthread_mutex_init(&base->mutex, NULL);
+	pthread_cond_init(&base->cond, NULL);
+	uroce_qp_ex_init(qp);
+	return base;
+}
+
+UROCE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.qp_context = init_attr->qp_context,
+		.send_cq = init_attr->send_cq,
+		.recv_cq = init_attr->recv_cq,
+		.srq = init_attr->srq,
+		.cap = init_attr->cap,
+		.qp_type = init_attr->qp_type,
+		.sq_sig_all = init_attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct ibv_qp *qp = qp_create(pd->context, &attr);
+
+	if (qp)
+		init_attr->cap = attr.cap; /* the capabilities granted, as providers report them */
+	return qp;
+}
+
+struct ibv_qp *uroce_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	return qp_create(context, attr);
+}
+
+/*
+ * Every QP supports the extended post interface, so the ibv_qp_ex is always there (the
+ * wr_* ops check the QP's send operations).
+ */
+UROCE_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return &to_uqp(qp)->qpx;
+}
+
+UROCE_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct uroce_qp *qp = to_uqp(ibqp);
+
+	uroce_table_remove(&qp_table, ibqp->handle);
+	uroce_qp_destroying(qp);
+	uroce_async_drain(qp->ctx, ibqp, &ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
+			  &qp->async_events_reported);
+	atomic_fetch_sub(&qp->pd->usecnt, 1);
+	atomic_fetch_sub(&qp->send_cq->usecnt, 1);
+	atomic_fetch_sub(&qp->recv_cq->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->usecnt, 1);
+	pthread_mutex_destroy(&qp->lock);
+	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&ibqp->mutex);
+	qp_free(qp);
+	return 0;
+}
+
+UROCE_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+			      struct ibv_qp_init_attr *init_attr)
+{
+	struct uroce_qp *qp = to_uqp(ibqp);
+
+	(void)attr_mask; /* like the kernel, every attribute is returned */
+	pthread_mutex_lock(&qp->lock);
+	*attr = qp->attr;
+	attr->cur_qp_state = qp->attr.qp_state;
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = ibqp->qp_context;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
+	init_attr->cap = qp->attr.cap;
+	init_attr->qp_type = ibqp->qp_type;
+	init_attr->sq_sig_all = qp->sq_sig_all;
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}
+
+/*
+ * uroce's engine places a message's payload in PSN order but gives no ordering guarantee to a
+ * concurrent reader of the buffer, so the answer is "not in order" (0), a valid result of
+ * ibv_query_qp_data_in_order(3).
+ */
+UROCE_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
+					    uint32_t flags)
+{
+	(void)qp;
+	(void)op;
+	(void)flags;
+	return 0;
+}
+
+enum ibv_wc_opcode uroce_wc_opcode(enum ibv_wr_opcode opcode)
+{
+	switch (opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+void uroce_qp_flush_sq(struct uroce_qp *qp)
+{
+	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR, .qp_num = qp->qpx.qp_base.qp_num};
+
+	for (; qp->sq.tail != qp->sq.head; qp->sq.tail++) {
+		const struct uroce_send_wqe *wqe = uroce_wq_slot(&qp->sq, qp->sq.tail);
+
+		wc.wr_id = wqe->wr_id;
+		wc.opcode = uroce_wc_opcode(wqe->opcode);
+		uroce_cq_push(qp->send_cq, &wc, false);
+	}
+}
+
+void uroce_qp_flush_rq(struct uroce_qp *qp)
+{
+	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
+			    .opcode = IBV_WC_RECV,
+			    .qp_num = qp->qpx.qp_base.qp_num};
+
+	if (qp->srq)
+		return; /* WQEs of a shared receive queue belong to no QP: nothing to flush */
+	for (; qp->rq.tail != qp->rq.head; qp->rq.tail++) {
+		const struct uroce_recv_wqe *wqe = uroce_wq_slot(&qp->rq, qp->rq.tail);
+
+		wc.wr_id = wqe->wr_id;
+		uroce_cq_push(qp->recv_cq, &wc, false);
+	}
+}
+
+void uroce_qp_flush(struct uroce_qp *qp)
+{
+	uroce_qp_flush_sq(qp);
+	uroce_qp_flush_rq(qp);
+}
+
+void uroce_qp_to_error(struct uroce_qp *qp)
+{
+	bool was_error = qp->attr.qp_state == IBV_QPS_ERR;
+
+	qp->attr.qp_state = IBV_QPS_ERR;
+	qp->qpx.qp_base.state = IBV_QPS_ERR;
+	uroce_qp_flush(qp);
+	if (qp->srq && !was_error)
+		uroce_async_event(qp->ctx, IBV_EVENT_QP_LAST_WQE_REACHED, &qp->qpx.qp_base);
+}

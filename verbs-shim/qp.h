@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* Queue pairs: what the rest of the shim and the data path share (engine.h). */
+#ifndef UROCE_VERBS_SHIM_QP_H
+#define UROCE_VERBS_SHIM_QP_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#include "verbs-shim/objects.h"
+
+/* The QP numbered QPN, or NULL. Valid until ibv_destroy_qp calls uroce_qp_destroying. */
+struct uroce_qp *uroce_qp_lookup(uint32_t qpn);
+
+/*
+ * Complete every outstanding WQE of the send queue and (without an SRQ) the receive queue with
+ * IBV_WC_WR_FLUSH_ERR, in order, on the QP's CQs (IBA 10.3.1: in the Error state WQEs complete
+ * in error). Flush completions are always generated, signaled or not. Call with qp->lock held.
+ */
+void uroce_qp_flush(struct uroce_qp *qp);
+/* The two halves of uroce_qp_flush (SQE flushes the send queue only). qp->lock held. */
+void uroce_qp_flush_sq(struct uroce_qp *qp);
+void uroce_qp_flush_rq(struct uroce_qp *qp);
+
+/*
+ * Move the QP to the Error state for a fatal transport error: flush, and for a QP on an SRQ
+ * raise IBV_EVENT_QP_LAST_WQE_REACHED (IBA 10.3.1, 11.6.3). Call with qp->lock held.
+ */
+void uroce_qp_to_error(struct uroce_qp *qp);
+
+/* The ibv_wc_opcode that completes a send WQE of OPCODE. */
+enum ibv_wc_opcode uroce_wc_opcode(enum ibv_wr_opcode opcode);
+
+#endif

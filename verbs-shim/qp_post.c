@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/* ibv_post_send and ibv_post_recv (context ops): validate, queue, kick the engine. */
+#include <errno.h>
+#include <string.h>
+
+#include "verbs-shim/engine.h"
+#include "verbs-shim/ops.h"
+#include "verbs-shim/qp.h"
+#include "verbs-shim/sq.h"
+
+/* Copy WR into the WQE at the head of the send queue: 0 or EINVAL. */
+static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
+{
+	struct uroce_send_wqe *wqe = uroce_wq_slot(&qp->sq, qp->sq.head);
+	uint64_t length = 0;
+
+	if (wr->num_sge < 0)
+		return EINVAL;
+	for (int i = 0; i < wr->num_sge; i++)
+		length += wr->sg_list[i].length;
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = wr->send_flags;
+	wqe->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	wqe->imm_data = wr->imm_data;
+	wqe->length = length > UINT32_MAX ? UINT32_MAX : length;
+	wqe->is_inline = wr->send_flags & IBV_SEND_INLINE;
+	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
+		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;
+		wqe->wr.atomic.swap = wr->wr.atomic.swap;
+		wqe->wr.atomic.rkey = wr->wr.atomic.rkey;
+	} else if (qp->qpx.qp_base.qp_type != IBV_QPT_UD) {
+		wqe->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
+		wqe->wr.rdma.rkey = wr->wr.rdma.rkey;
+	} else if (wr->wr.ud.ah) {
+		/* An AH of another context would name another device's GID table. */
+		if (wr->wr.ud.ah->context != qp->qpx.qp_base.context)
+			return EINVAL;
+		wqe->ud.has_ah = true;
+		wqe->ud.ah_attr = to_uah(wr->wr.ud.ah)->attr;
+		wqe->ud.remote_qpn = wr->wr.ud.remote_qpn;
+		wqe->ud.remote_qkey = wr->wr.ud.remote_qkey;
+	}
+	if (wqe->is_inline) {
+		/* Inline data is copied now: the buffers are the caller's again on return. */
+		if (length > qp->attr.cap.max_inline_data)
+			return EINVAL;
+		for (int i = 0, off = 0; i < wr->num_sge; off += wr->sg_list[i].length, i++)
+			memcpy(wqe->data + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+	} else {
+		if ((uint32_t)wr->num_sge > qp->attr.cap.max_send_sge)
+			return EINVAL;
+		wqe->num_sge = wr->num_sge;
+		memcpy(uroce_send_wqe_sge(wqe), wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+	}
+	return uroce_send_wqe_check(qp, wqe);
+}
+
+int uroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct uroce_qp *qp = to_uqp(ibqp);
+	uint32_t posted = 0;
+	int err;
+
+	pthread_mutex_lock(&qp->lock);
+	err = uroce_sq_state_check(qp);
+	for (; wr && !err; wr = wr->next) {
+		if (uroce_wq_used(&qp->sq) == qp->sq.slots)
+			err = ENOMEM;
+		else
+			err = build_send_wqe(qp, wr);
+		if (err)
+			break;
+		qp->sq.head++;
+		posted++;
+	}
+	if (posted)
+		uroce_sq_posted(qp);
+	pthread_mutex_unlock(&qp->lock);
+	if (err)
+		*bad_wr = wr;
+	if (posted)
+		uroce_qp_kick(qp);
+	return err;
+}
+
+int uroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct uroce_qp *qp = to_uqp(ibqp);
+	uint32_t posted = 0;
+	int err = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	/* A QP on an SRQ has no receive queue; none is usable before INIT (as rxe). */
+	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET)
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
+		struct uroce_recv_wqe *wqe;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->attr.cap.max_recv_sge) {
+			err = EINVAL;
+			break;
+		}
+		if (uroce_wq_used(&qp->rq) == qp->rq.slots) {
+			err = ENOMEM;
+			break;
+		}
+		wqe = uroce_wq_slot(&qp->rq, qp->rq.head);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		wqe->length = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i] = wr->sg_list[i];
+			wqe->length += wr->sg_list[i].length;
+		}
+		qp->rq.head++;
+		posted++;
+	}
+	/* In the Error state receive WQEs are completed with a flush error at once. */
+	if (posted && qp->attr.qp_state == IBV_QPS_ERR)
+		uroce_qp_flush_rq(qp);
+	pthread_mutex_unlock(&qp->lock);
+	if (err)
+		*bad_wr = wr;
+	if (posted)
+		uroce_qp_kick(qp);
+	return err;
+}

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/* Shared receive queues: create, modify (resize, limit), query, destroy, post receives. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs-shim/async.h"
+#include "verbs-shim/caps.h"
+#include "verbs-shim/export.h"
+#include "verbs-shim/objects.h"
+#include "verbs-shim/ops.h"
+
+static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct ibv_srq_attr *attr)
+{
+	struct uroce_srq *srq;
+
+	if (attr->max_wr < 1 || attr->max_wr > UROCE_MAX_SRQ_WR || attr->max_sge < 1 ||
+	    attr->max_sge > UROCE_MAX_SRQ_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq || uroce_wq_init(&srq->rq, attr->max_wr, uroce_recv_wqe_size(attr->max_sge))) {
+		free(srq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	srq->max_sge = attr->max_sge;
+	/* ibv_create_srq(3): srq_limit is ignored at creation; the SRQ starts unarmed. */
+	srq->limit = 0;
+	pthread_mutex_init(&srq->lock, NULL);
+	srq->pd = to_upd(pd);
+	atomic_fetch_add(&srq->pd->usecnt, 1);
+	srq->srq.context = pd->context;
+	srq->srq.srq_context = srq_context;
+	srq->srq.pd = pd;
+	pthread_mutex_init(&srq->srq.mutex, NULL);
+	pthread_cond_init(&srq->srq.cond, NULL);
+	return &srq->srq;
+}
+
+UROCE_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	return srq_create(pd, attr->srq_context, &attr->attr);
+}
+
+struct ibv_srq *uroce_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+
+	if ((attr->comp_mask & ~known) || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	    attr->pd->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* XRC and tag-matching SRQs are not implemented. */
+	if ((attr->comp_mask &
+	     (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM)) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return srq_create(attr->pd, attr->srq_context, &attr->attr);
+}
+
+/* Resize the ring, keeping the posted WQEs in order. Called with srq->lock held. */
+static int srq_resize(struct uroce_srq *srq, uint32_t max_wr)
+{
+	struct uroce_wq rq;
+	uint32_t used = uroce_wq_used(&srq->rq);
+
+	if (max_wr < used || max_wr < 1 || max_wr > UROCE_MAX_SRQ_WR)
+		return EINVAL;
+	if (uroce_wq_init(&rq, max_wr, srq->rq.stride))
+		return ENOMEM;
+	for (uint32_t i = 0; i < used; i++)
+		memcpy(uroce_wq_slot(&rq, i), uroce_wq_slot(&srq->rq, srq->rq.tail + i),
+		       srq->rq.stride);
+	rq.head = used;
+	uroce_wq_free(&srq->rq);
+	srq->rq = rq;
+	return 0;
+}
+
+UROCE_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
+{
+	struct uroce_srq *srq = to_usrq(ibsrq);
+	int err = 0;
+
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	pthread_mutex_lock(&srq->lock);
+	if (mask & IBV_SRQ_MAX_WR)
+		err = srq_resize(srq, attr->max_wr);
+	/* Arming: the limit event fires once fewer WQEs than srq_limit remain (ibv_modify_srq(3)).
+	 */
+	if (!err && (mask & IBV_SRQ_LIMIT)) {
+		if (attr->srq_limit > srq->rq.slots)
+			err = EINVAL;
+		else
+			srq->limit = attr->srq_limit;
+	}
+	pthread_mutex_unlock(&srq->lock);
+	return err;
+}
+
+UROCE_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct uroce_srq *srq = to_usrq(ibsrq);
+
+	pthread_mutex_lock(&srq->lock);
+	attr->max_wr = srq->rq.slots;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->limit;
+	pthread_mutex_unlock(&srq->lock);
+	return 0;
+}
+
+UROCE_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct uroce_srq *srq = to_usrq(ibsrq);
+
+	if (atomic_load(&srq->usecnt))
+		return EBUSY; /* QPs still receive through it */
+	uroce_async_drain(to_uctx(ibsrq->context), ibsrq, &ibsrq->mutex, &ibsrq->cond,
+			  &ibsrq->events_completed, &srq->async_events_reported);
+	atomic_fetch_sub(&srq->pd->usecnt, 1);
+	uroce_wq_free(&srq->rq);
+	pthread_mutex_destroy(&srq->lock);
+	pthread_cond_destroy(&ibsrq->cond);
+	pthread_mutex_destroy(&ibsrq->mutex);
+	free(srq);
+	return 0;
+}
+
+int uroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct uroce_srq *srq = to_usrq(ibsrq);
+	int err = 0;
+
+	pthread_mutex_lock(&srq->lock);
+	for (; wr; wr = wr->next) {
+		struct uroce_recv_wqe *wqe;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
+			err = EINVAL;
+			break;
+		}
+		if (uroce_wq_used(&srq->rq) == srq->rq.slots) {
+			err = ENOMEM;
+			break;
+		}
+		wqe = uroce_wq_slot(&srq->rq, srq->rq.head);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		wqe->length = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i] = wr->sg_list[i];
+			wqe->length += wr->sg_list[i].length;
+		}
+		srq->rq.head++;
+	}
+	pthread_mutex_unlock(&srq->lock);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A process-wide index table: QP numbers and memory keys are indexes into one (the data path
+ * finds a QP by its number and an MR by its key). Indexes are handed out round-robin, so a
+ * freed index is not reused at once (a late packet for a destroyed QP finds nothing).
+ */
+#ifndef UROCE_VERBS_SHIM_TABLE_H
+#define UROCE_VERBS_SHIM_TABLE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+struct uroce_table {
+	pthread_mutex_t lock;
+	void **slots;
+	uint32_t size;   /* allocated slots */
+	uint32_t max;    /* indexes are 1..max */
+	uint32_t cursor; /* where the next search starts */
+};
+
+#define UROCE_TABLE_INIT(max_index)                                                                \
+	{                                                                                          \
+		PTHREAD_MUTEX_INITIALIZER, NULL, 0, (max_index), 0                                 \
+	}
+
+/* Store OBJ under a free index 1..max: 0 and *index, ENOSPC when full, ENOMEM. */
+int uroce_table_insert(struct uroce_table *t, void *obj, uint32_t *index);
+/* The object at INDEX, or NULL. */
+void *uroce_table_get(struct uroce_table *t, uint32_t index);
+/* Free INDEX (no-op for an index that is not in use). */
+void uroce_table_remove(struct uroce_table *t, uint32_t index);
+
+#endif

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+/* Work queue rings (wq.h). */
+#include "verbs-shim/wq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int uroce_wq_init(struct uroce_wq *wq, uint32_t slots, size_t stride)
+{
+	stride = (stride + 7) & ~(size_t)7;
+	wq->buf = calloc(slots ? slots : 1, stride);
+	if (!wq->buf)
+		return ENOMEM;
+	wq->slots = slots;
+	wq->stride = stride;
+	wq->head = 0;
+	wq->tail = 0;
+	return 0;
+}
+
+void uroce_wq_free(struct uroce_wq *wq)
+{
+	free(wq->buf);
+	wq->buf = NULL;
+}
+
+size_t uroce_send_wqe_size(uint32_t max_sge, uint32_t max_inline)
+{
+	size_t gather = (size_t)max_sge * sizeof(struct ibv_sge);
+
+	return sizeof(struct uroce_send_wqe) + (gather > max_inline ? gather : max_inline);
+}
+
+size_t uroce_recv_wqe_size(uint32_t max_sge)
+{
+	return sizeof(struct uroce_recv_wqe) + (size_t)max_sge * sizeof(struct ibv_sge);
+}

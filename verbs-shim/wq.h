@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Work queues: rings of fixed-size WQE slots with free-running head (posted) and tail
+ * (oldest not yet completed) counters, guarded by the owning QP's or SRQ's lock.
+ *
+ * The data path consumes a send queue in order from tail to head and completes WQEs in order
+ * (it keeps its own "next to transmit" cursor between the two); receive WQEs are consumed
+ * from the tail as requests arrive.
+ */
+#ifndef UROCE_VERBS_SHIM_WQ_H
+#define UROCE_VERBS_SHIM_WQ_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct uroce_wq {
+	uint8_t *buf;
+	uint32_t slots;  /* capacity in WQEs */
+	uint32_t stride; /* bytes per slot */
+	uint32_t head;   /* WQEs posted */
+	uint32_t tail;   /* WQEs completed or flushed */
+};
+
+/* A send WQE: a copy of the ibv_send_wr (inline data copied at post time, ABI semantics). */
+struct uroce_send_wqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags; /* IBV_SEND_* */
+	bool signaled;           /* SIGNALED, or the QP signals all */
+	__be32 imm_data;         /* *_WITH_IMM */
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+		} atomic;
+	} wr;
+	struct {
+		bool has_ah;                /* an address was given (UD needs one) */
+		struct ibv_ah_attr ah_attr; /* copied from the AH: it may go before the WQE */
+		uint32_t remote_qpn;
+		uint32_t remote_qkey;
+	} ud;
+	uint32_t xrc_remote_srqn;
+	uint32_t length;            /* payload bytes */
+	uint32_t num_sge;           /* gather entries in data[] (0 when inline) */
+	bool is_inline;             /* data[] holds the payload itself */
+	_Alignas(8) uint8_t data[]; /* struct ibv_sge[num_sge], or length bytes of payload */
+};
+
+struct uroce_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length; /* sum of the scatter lengths */
+	struct ibv_sge sge[];
+};
+
+/* Allocate SLOTS slots of STRIDE bytes (rounded up to 8): 0 or ENOMEM. */
+int uroce_wq_init(struct uroce_wq *wq, uint32_t slots, size_t stride);
+void uroce_wq_free(struct uroce_wq *wq);
+
+static inline uint32_t uroce_wq_used(const struct uroce_wq *wq)
+{
+	return wq->head - wq->tail;
+}
+
+static inline void *uroce_wq_slot(const struct uroce_wq *wq, uint32_t counter)
+{
+	return wq->buf + (size_t)(counter % wq->slots) * wq->stride;
+}
+
+static inline struct ibv_sge *uroce_send_wqe_sge(struct uroce_send_wqe *wqe)
+{
+	return (struct ibv_sge *)wqe->data;
+}
+
+/* Bytes of a send slot for a QP with these capabilities. */
+size_t uroce_send_wqe_size(uint32_t max_sge, uint32_t max_inline);
+/* Bytes of a receive slot. */
+size_t uroce_recv_wqe_size(uint32_t max_sge);
+
+#endif
