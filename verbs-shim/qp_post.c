@@ -91,41 +91,21 @@ int uroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 int uroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct uroce_qp *qp = to_uqp(ibqp);
-	uint32_t posted = 0;
-	int err = 0;
+	unsigned posted = 0;
+	int err;
 
 	pthread_mutex_lock(&qp->lock);
 	/* A QP on an SRQ has no receive queue; none is usable before INIT (as rxe). */
-	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET)
+	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET) {
 		err = EINVAL;
-	for (; wr && !err; wr = wr->next) {
-		struct uroce_recv_wqe *wqe;
-
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->attr.cap.max_recv_sge) {
-			err = EINVAL;
-			break;
-		}
-		if (uroce_wq_used(&qp->rq) == qp->rq.slots) {
-			err = ENOMEM;
-			break;
-		}
-		wqe = uroce_wq_slot(&qp->rq, qp->rq.head);
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		wqe->length = 0;
-		for (int i = 0; i < wr->num_sge; i++) {
-			wqe->sge[i] = wr->sg_list[i];
-			wqe->length += wr->sg_list[i].length;
-		}
-		qp->rq.head++;
-		posted++;
+		*bad_wr = wr;
+	} else {
+		err = uroce_wq_post_recv(&qp->rq, qp->attr.cap.max_recv_sge, wr, bad_wr, &posted);
 	}
 	/* In the Error state receive WQEs are completed with a flush error at once. */
 	if (posted && qp->attr.qp_state == IBV_QPS_ERR)
 		uroce_qp_flush_rq(qp);
 	pthread_mutex_unlock(&qp->lock);
-	if (err)
-		*bad_wr = wr;
 	if (posted)
 		uroce_qp_kick(qp);
 	return err;

@@ -137,32 +137,11 @@ UROCE_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 int uroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct uroce_srq *srq = to_usrq(ibsrq);
-	int err = 0;
+	unsigned posted = 0;
+	int err;
 
 	pthread_mutex_lock(&srq->lock);
-	for (; wr; wr = wr->next) {
-		struct uroce_recv_wqe *wqe;
-
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
-			err = EINVAL;
-			break;
-		}
-		if (uroce_wq_used(&srq->rq) == srq->rq.slots) {
-			err = ENOMEM;
-			break;
-		}
-		wqe = uroce_wq_slot(&srq->rq, srq->rq.head);
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		wqe->length = 0;
-		for (int i = 0; i < wr->num_sge; i++) {
-			wqe->sge[i] = wr->sg_list[i];
-			wqe->length += wr->sg_list[i].length;
-		}
-		srq->rq.head++;
-	}
+	err = uroce_wq_post_recv(&srq->rq, srq->max_sge, wr, bad_wr, &posted);
 	pthread_mutex_unlock(&srq->lock);
-	if (err)
-		*bad_wr = wr;
 	return err;
 }

@@ -35,3 +35,32 @@ size_t uroce_recv_wqe_size(uint32_t max_sge)
 {
 	return sizeof(struct uroce_recv_wqe) + (size_t)max_sge * sizeof(struct ibv_sge);
 }
+
+int uroce_wq_post_recv(struct uroce_wq *wq, uint32_t max_sge, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad, unsigned *posted)
+{
+	for (; wr; wr = wr->next) {
+		struct uroce_recv_wqe *wqe;
+		int err = 0;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+			err = EINVAL;
+		else if (uroce_wq_used(wq) == wq->slots)
+			err = ENOMEM;
+		if (err) {
+			*bad = wr;
+			return err;
+		}
+		wqe = uroce_wq_slot(wq, wq->head);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		wqe->length = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i] = wr->sg_list[i];
+			wqe->length += wr->sg_list[i].length;
+		}
+		wq->head++;
+		++*posted;
+	}
+	return 0;
+}

@@ -86,4 +86,14 @@ size_t uroce_send_wqe_size(uint32_t max_sge, uint32_t max_inline);
 /* Bytes of a receive slot. */
 size_t uroce_recv_wqe_size(uint32_t max_sge);
 
+/*
+ * Queue the receive work requests of the chain @wr on @wq (the caller holds
+ * the queue's lock). Stops at the first bad one: *@bad is set to it and the
+ * result is EINVAL (num_sge outside 0..@max_sge) or ENOMEM (queue full);
+ * earlier ones stay queued. Returns 0 and leaves *@bad alone when all are
+ * queued. *@posted counts the WRs queued.
+ */
+int uroce_wq_post_recv(struct uroce_wq *wq, uint32_t max_sge, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad, unsigned *posted);
+
 #endif
