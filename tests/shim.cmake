@@ -24,3 +24,31 @@ set_tests_properties(shim_symbols shim_programs PROPERTIES LABELS "shim;integrat
 if(UROCE_SANITIZE STREQUAL "address")
   set_tests_properties(test_shim_cq PROPERTIES ENVIRONMENT "ASAN_OPTIONS=use_sigaltstack=0")
 endif()
+
+# rdma-core's pingpong examples, unmodified, as two processes on loopback (pingpong.sh).
+# NAME|TCP port|program and arguments
+set(_pingpongs
+  "rc_4k_chk|18611|ibv_rc_pingpong -d uroce_lo -g 0 -n 200 -c"
+  "rc_1b|18612|ibv_rc_pingpong -d uroce_lo -g 0 -n 500 -s 1 -c"
+  "rc_64k_mtu1k|18613|ibv_rc_pingpong -d uroce_lo -g 0 -n 50 -s 65536 -m 1024 -c"
+  "rc_events|18614|ibv_rc_pingpong -d uroce_lo -g 0 -n 200 -s 512 -e -c"
+  "rc_new_send_api|18615|ibv_rc_pingpong -d uroce_lo -g 0 -n 200 -s 100 -N -c"
+  "rc_ipv6|18616|ibv_rc_pingpong -d uroce_lo -g 1 -n 100 -s 2048 -c"
+  "rc_capture|18617|ibv_rc_pingpong -d uroce_lo -g 0 -n 20 -s 1000 -m 1024"
+  "uc_chk|18618|ibv_uc_pingpong -d uroce_lo -g 0 -n 200 -s 3000 -c"
+  "ud_chk|18619|ibv_ud_pingpong -d uroce_lo -g 0 -n 200 -s 1024 -c"
+  "srq_16qp|18620|ibv_srq_pingpong -d uroce_lo -g 0 -n 50 -s 2048 -c"
+)
+foreach(_pp IN LISTS _pingpongs)
+  string(REPLACE "|" ";" _f "${_pp}")
+  list(GET _f 0 _name)
+  list(GET _f 1 _port)
+  list(GET _f 2 _cmdline)
+  separate_arguments(_cmd UNIX_COMMAND "${_cmdline}")
+  add_test(NAME pingpong_${_name}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/pingpong.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+            "${UROCE_SANITIZE}" ${_port} ${_cmd})
+  set_tests_properties(pingpong_${_name} PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+endforeach()
+set_tests_properties(pingpong_rc_capture PROPERTIES ENVIRONMENT PCAP_CHECK=1)

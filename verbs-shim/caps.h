@@ -33,8 +33,6 @@
 /* Completion timestamps are nanoseconds: the "HCA clock" runs at 1 GHz (given in kHz). */
 #define UROCE_HCA_CORE_CLOCK_KHZ 1000000
 
-/* The first QP number handed out: 0 and 1 are the SMI and GSI QPs (IBA 9.6.1.1). */
-#define UROCE_QPN_MIN       0x11
 #define UROCE_QPN_MULTICAST 0xffffff
 
 #endif

@@ -3,6 +3,7 @@
 #include "verbs-shim/cq.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -60,6 +61,16 @@ int uroce_cq_push(struct uroce_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return 0;
 }
 
+/*
+ * An empty poll gives the CPU away: completions come from the progress thread, and where busy
+ * threads outnumber cores the scheduler would otherwise run it only when a time slice ends,
+ * milliseconds later. A real HCA needs no CPU to make progress; a software one does.
+ */
+static void empty_poll(void)
+{
+	sched_yield();
+}
+
 int uroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct uroce_cq *cq = to_ucq(ibcq);
@@ -71,6 +82,8 @@ int uroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		cq->tail++;
 	}
 	pthread_mutex_unlock(&cq->lock);
+	if (!n)
+		empty_poll();
 	return n;
 }
 
@@ -107,6 +120,7 @@ static int cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	pthread_mutex_lock(&cq->lock);
 	if (cq->tail == cq->head) {
 		pthread_mutex_unlock(&cq->lock);
+		empty_poll();
 		return ENOENT;
 	}
 	set_current(cq);

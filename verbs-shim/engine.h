@@ -6,7 +6,7 @@
  * into the engine; each is called without any uroce lock held.
  *
  * What the engine uses in return:
- *   uroce_qp_lookup (qp.h)      QP by number, for received packets
+ *   qpn_map.h                   QP by number, for received packets
  *   uroce_mr_lookup (mr.h)      MR by lkey/rkey
  *   qp->lock, qp->sq, qp->rq    WQE rings (wq.h); srq->lock, srq->rq for SRQ receives
  *   qp->attr                    path and transport attributes (objects.h)
@@ -18,19 +18,30 @@
 #define UROCE_VERBS_SHIM_ENGINE_H
 
 #include <infiniband/verbs.h>
+#include <stdint.h>
 
 struct uroce_qp;
 
-/* New WQEs were queued on the send (post_send, wr_complete) or receive queue (post_recv). */
+/*
+ * Give a new QP (qp->ctx, qp->sq and qp->sq_sig_all set) its number and transport core, starting the
+ * process's engine on first use. Returns 0 and sets *@qpn, or an errno: that of starting the
+ * engine (uroce_net_open), ENOSPC (no QP number left), ENOMEM.
+ */
+int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *qpn);
+
+/*
+ * New WQEs were queued on the send (post_send, wr_complete) or receive queue (post_recv), or
+ * the state changed: send what is ready. Called without the QP's lock.
+ */
 void uroce_qp_kick(struct uroce_qp *qp);
 
 /*
- * ibv_modify_qp succeeded: OLD is the state before, ATTR_MASK what was set. On a move to RESET
- * the queues were emptied; on a move to ERR the outstanding WQEs were already flushed.
+ * ibv_modify_qp is applying ATTR/ATTR_MASK (already validated), with qp->lock held: on a move
+ * to RESET the queues were just emptied; on a move to ERR the queues are flushed right after.
  */
-void uroce_qp_modified(struct uroce_qp *qp, enum ibv_qp_state old, int attr_mask);
+void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int attr_mask);
 
-/* The QP is about to be freed; it is no longer findable by uroce_qp_lookup. */
+/* The QP is about to be freed: no packet or timer uses it once this returns. No lock held. */
 void uroce_qp_destroying(struct uroce_qp *qp);
 
 #endif

@@ -17,10 +17,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fabric/net.h"
+#include "transport/qp.h"
 #include "verbs-shim/device.h"
 #include "verbs-shim/evq.h"
 #include "verbs-shim/export.h"
-#include "verbs-shim/wq.h"
+#include "transport/wq.h"
 
 struct uroce_context {
 	struct verbs_context vctx; /* first; applications hold &vctx.context */
@@ -87,7 +89,7 @@ struct uroce_srq {
 	struct ibv_srq srq;
 	struct uroce_pd *pd;
 	pthread_mutex_t lock; /* rq, limit */
-	struct uroce_wq rq;
+	struct roce_wq rq;
 	uint32_t max_sge;
 	uint32_t limit;                 /* srq_limit: 0 = not armed */
 	atomic_uint usecnt;             /* QPs using it */
@@ -111,11 +113,15 @@ struct uroce_qp {
 	struct ibv_qp_attr attr;
 	bool sq_sig_all;
 	uint64_t send_ops_flags; /* IBV_QP_EX_WITH_*, for the wr_* interface */
-	struct uroce_wq sq;      /* struct uroce_send_wqe slots */
-	struct uroce_wq rq;      /* struct uroce_recv_wqe slots (unused with an SRQ) */
+	struct roce_wq sq;      /* struct roce_send_wqe slots */
+	struct roce_wq rq;      /* struct roce_recv_wqe slots (unused with an SRQ) */
 	/* wr_start ... wr_complete: WQEs built since wr_start, and the first error seen */
 	uint32_t wr_head;
 	int wr_err;
+	struct roce_qp core;     /* the transport's state of this QP, under lock */
+	struct uroce_timer timer; /* fires at the core's next deadline */
+	bool timer_armed;         /* under lock: the timer is armed for timer_deadline */
+	uint64_t timer_deadline;
 	union ibv_gid *mcast; /* attached multicast groups */
 	uint32_t nmcast;
 	uint32_t async_events_reported; /* under qpx.qp_base.mutex */

@@ -15,15 +15,8 @@
 #include "verbs-shim/qp_ex.h"
 #include "verbs-shim/table.h"
 
-/* QP numbers are UROCE_QPN_MIN - 1 + an index of this table. */
+/* QP handles are indexes of this table; numbers come from the engine (qpn_map.h). */
 static struct uroce_table qp_table = UROCE_TABLE_INIT(UROCE_MAX_QP);
-
-struct uroce_qp *uroce_qp_lookup(uint32_t qpn)
-{
-	if (qpn < UROCE_QPN_MIN)
-		return NULL;
-	return uroce_table_get(&qp_table, qpn - UROCE_QPN_MIN + 1);
-}
 
 /* The send operations (IBV_QP_EX_WITH_*) of each service: UD sends only, UC no reads or atomics. */
 static uint64_t type_send_ops(enum ibv_qp_type type)
@@ -90,8 +83,8 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 
 static void qp_free(struct uroce_qp *qp)
 {
-	uroce_wq_free(&qp->sq);
-	uroce_wq_free(&qp->rq);
+	roce_wq_free(&qp->sq);
+	roce_wq_free(&qp->rq);
 	free(qp->mcast);
 	free(qp);
 }
@@ -101,7 +94,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	struct ibv_qp_cap *cap = &attr->cap;
 	struct uroce_qp *qp;
 	struct ibv_qp *base;
-	uint32_t index;
+	uint32_t index, qpn;
 	int err;
 
 	err = check_init_attr(context, attr);
@@ -120,20 +113,28 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (uroce_wq_init(&qp->sq, cap->max_send_wr,
-			  uroce_send_wqe_size(cap->max_send_sge, cap->max_inline_data)) ||
-	    uroce_wq_init(&qp->rq, cap->max_recv_wr, uroce_recv_wqe_size(cap->max_recv_sge))) {
+	if (roce_wq_init(&qp->sq, cap->max_send_wr,
+			  roce_send_wqe_size(cap->max_send_sge, cap->max_inline_data)) ||
+	    roce_wq_init(&qp->rq, cap->max_recv_wr, roce_recv_wqe_size(cap->max_recv_sge))) {
 		qp_free(qp);
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = uroce_table_insert(&qp_table, qp, &index);
+	qp->sq_sig_all = attr->sq_sig_all;
+	qp->ctx = to_uctx(context);
+	err = uroce_qp_engine_init(qp, attr->qp_type, &qpn);
 	if (err) {
 		qp_free(qp);
 		errno = err;
 		return NULL;
 	}
-	qp->ctx = to_uctx(context);
+	err = uroce_table_insert(&qp_table, qp, &index);
+	if (err) {
+		uroce_qp_destroying(qp);
+		qp_free(qp);
+		errno = err;
+		return NULL;
+	}
 	qp->pd = to_upd(attr->pd);
 	qp->send_cq = to_ucq(attr->send_cq);
 	qp->recv_cq = to_ucq(attr->recv_cq);
@@ -142,7 +143,6 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.cur_qp_state = IBV_QPS_RESET;
 	qp->attr.cap = *cap;
-	qp->sq_sig_all = attr->sq_sig_all;
 	qp->send_ops_flags = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
 				     ? attr->send_ops_flags
 				     : type_send_ops(attr->qp_type);
@@ -160,7 +160,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	base->recv_cq = attr->recv_cq;
 	base->srq = attr->srq;
 	base->handle = index;
-	base->qp_num = UROCE_QPN_MIN - 1 + index;
+	base->qp_num = qpn;
 	base->state = IBV_QPS_RESET;
 	base->qp_type = attr->qp_type;
 	pthread_mutex_init(&base->mutex, NULL);
@@ -280,7 +280,7 @@ void uroce_qp_flush_sq(struct uroce_qp *qp)
 	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR, .qp_num = qp->qpx.qp_base.qp_num};
 
 	for (; qp->sq.tail != qp->sq.head; qp->sq.tail++) {
-		const struct uroce_send_wqe *wqe = uroce_wq_slot(&qp->sq, qp->sq.tail);
+		const struct roce_send_wqe *wqe = roce_wq_slot(&qp->sq, qp->sq.tail);
 
 		wc.wr_id = wqe->wr_id;
 		wc.opcode = uroce_wc_opcode(wqe->opcode);
@@ -297,7 +297,7 @@ void uroce_qp_flush_rq(struct uroce_qp *qp)
 	if (qp->srq)
 		return; /* WQEs of a shared receive queue belong to no QP: nothing to flush */
 	for (; qp->rq.tail != qp->rq.head; qp->rq.tail++) {
-		const struct uroce_recv_wqe *wqe = uroce_wq_slot(&qp->rq, qp->rq.tail);
+		const struct roce_recv_wqe *wqe = roce_wq_slot(&qp->rq, qp->rq.tail);
 
 		wc.wr_id = wqe->wr_id;
 		uroce_cq_push(qp->recv_cq, &wc, false);

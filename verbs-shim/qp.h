@@ -8,9 +8,6 @@
 
 #include "verbs-shim/objects.h"
 
-/* The QP numbered QPN, or NULL. Valid until ibv_destroy_qp calls uroce_qp_destroying. */
-struct uroce_qp *uroce_qp_lookup(uint32_t qpn);
-
 /*
  * Complete every outstanding WQE of the send queue and (without an SRQ) the receive queue with
  * IBV_WC_WR_FLUSH_ERR, in order, on the QP's CQs (IBA 10.3.1: in the Error state WQEs complete

@@ -18,7 +18,7 @@ static void wr_start(struct ibv_qp_ex *qpx)
 }
 
 /* The WQE the last wr_<opcode> started, or NULL (and an error) if there is none. */
-static struct uroce_send_wqe *current_wqe(struct uroce_qp *qp)
+static struct roce_send_wqe *current_wqe(struct uroce_qp *qp)
 {
 	if (qp->wr_err)
 		return NULL;
@@ -26,13 +26,13 @@ static struct uroce_send_wqe *current_wqe(struct uroce_qp *qp)
 		qp->wr_err = EINVAL; /* a setter before any operation */
 		return NULL;
 	}
-	return uroce_wq_slot(&qp->sq, qp->wr_head - 1);
+	return roce_wq_slot(&qp->sq, qp->wr_head - 1);
 }
 
 /* Start a WQE of OPCODE from the QP's wr_id and wr_flags. */
-static struct uroce_send_wqe *new_wqe(struct uroce_qp *qp, enum ibv_wr_opcode opcode)
+static struct roce_send_wqe *new_wqe(struct uroce_qp *qp, enum ibv_wr_opcode opcode)
 {
-	struct uroce_send_wqe *wqe;
+	struct roce_send_wqe *wqe;
 
 	if (qp->wr_err)
 		return NULL;
@@ -40,7 +40,7 @@ static struct uroce_send_wqe *new_wqe(struct uroce_qp *qp, enum ibv_wr_opcode op
 		qp->wr_err = ENOMEM;
 		return NULL;
 	}
-	wqe = uroce_wq_slot(&qp->sq, qp->wr_head++);
+	wqe = roce_wq_slot(&qp->sq, qp->wr_head++);
 	memset(wqe, 0, sizeof(*wqe));
 	wqe->wr_id = qp->qpx.wr_id;
 	wqe->send_flags = qp->qpx.wr_flags;
@@ -52,7 +52,7 @@ static struct uroce_send_wqe *new_wqe(struct uroce_qp *qp, enum ibv_wr_opcode op
 static void wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode, uint32_t rkey,
 		    uint64_t remote_addr, __be32 imm)
 {
-	struct uroce_send_wqe *wqe = new_wqe(to_uqp_ex(qpx), opcode);
+	struct roce_send_wqe *wqe = new_wqe(to_uqp_ex(qpx), opcode);
 
 	if (!wqe)
 		return;
@@ -80,7 +80,7 @@ static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t rem
 static void wr_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode, uint32_t rkey,
 		      uint64_t remote_addr, uint64_t compare_add, uint64_t swap)
 {
-	struct uroce_send_wqe *wqe = new_wqe(to_uqp_ex(qpx), opcode);
+	struct roce_send_wqe *wqe = new_wqe(to_uqp_ex(qpx), opcode);
 
 	if (!wqe)
 		return;
@@ -109,7 +109,7 @@ static void wr_send(struct ibv_qp_ex *qpx)
 
 static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 {
-	struct uroce_send_wqe *wqe = new_wqe(to_uqp_ex(qpx), IBV_WR_SEND_WITH_IMM);
+	struct roce_send_wqe *wqe = new_wqe(to_uqp_ex(qpx), IBV_WR_SEND_WITH_IMM);
 
 	if (wqe)
 		wqe->imm_data = imm_data;
@@ -172,7 +172,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
 			   uint32_t remote_qkey)
 {
 	struct uroce_qp *qp = to_uqp_ex(qpx);
-	struct uroce_send_wqe *wqe = current_wqe(qp);
+	struct roce_send_wqe *wqe = current_wqe(qp);
 
 	if (!wqe)
 		return;
@@ -189,7 +189,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
 static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct ibv_sge *sg_list)
 {
 	struct uroce_qp *qp = to_uqp_ex(qpx);
-	struct uroce_send_wqe *wqe = current_wqe(qp);
+	struct roce_send_wqe *wqe = current_wqe(qp);
 	uint64_t length = 0;
 
 	if (!wqe)
@@ -200,7 +200,7 @@ static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct 
 	}
 	for (size_t i = 0; i < num_sge; i++)
 		length += sg_list[i].length;
-	memcpy(uroce_send_wqe_sge(wqe), sg_list, num_sge * sizeof(*sg_list));
+	memcpy(roce_send_wqe_sge(wqe), sg_list, num_sge * sizeof(*sg_list));
 	wqe->num_sge = num_sge;
 	wqe->is_inline = false;
 	wqe->length = length > UINT32_MAX ? UINT32_MAX : length;
@@ -217,7 +217,7 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 				    const struct ibv_data_buf *buf_list)
 {
 	struct uroce_qp *qp = to_uqp_ex(qpx);
-	struct uroce_send_wqe *wqe = current_wqe(qp);
+	struct roce_send_wqe *wqe = current_wqe(qp);
 	size_t length = 0;
 
 	if (!wqe)
@@ -250,7 +250,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	int err = qp->wr_err;
 
 	for (uint32_t i = 0; i < built && !err; i++)
-		err = uroce_send_wqe_check(qp, uroce_wq_slot(&qp->sq, qp->sq.head + i));
+		err = uroce_sq_check_wqe(qp, roce_wq_slot(&qp->sq, qp->sq.head + i));
 	if (!err && built) {
 		qp->sq.head = qp->wr_head;
 		uroce_sq_posted(qp);

@@ -138,6 +138,7 @@ UROCE_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, in
 	if (next == IBV_QPS_RESET)
 		to_reset(qp);
 	apply(qp, attr, attr_mask);
+	uroce_qp_modified(qp, attr, attr_mask);
 	if (next == IBV_QPS_ERR) {
 		uroce_qp_to_error(qp);
 	} else {
@@ -146,6 +147,6 @@ UROCE_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, in
 	}
 	qp->attr.cur_qp_state = next;
 	pthread_mutex_unlock(&qp->lock);
-	uroce_qp_modified(qp, cur, attr_mask);
+	uroce_qp_kick(qp);
 	return 0;
 }

@@ -11,7 +11,7 @@
 /* Copy WR into the WQE at the head of the send queue: 0 or EINVAL. */
 static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
 {
-	struct uroce_send_wqe *wqe = uroce_wq_slot(&qp->sq, qp->sq.head);
+	struct roce_send_wqe *wqe = roce_wq_slot(&qp->sq, qp->sq.head);
 	uint64_t length = 0;
 
 	if (wr->num_sge < 0)
@@ -55,9 +55,9 @@ static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
 		if ((uint32_t)wr->num_sge > qp->attr.cap.max_send_sge)
 			return EINVAL;
 		wqe->num_sge = wr->num_sge;
-		memcpy(uroce_send_wqe_sge(wqe), wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+		memcpy(roce_send_wqe_sge(wqe), wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
 	}
-	return uroce_send_wqe_check(qp, wqe);
+	return uroce_sq_check_wqe(qp, wqe);
 }
 
 int uroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
@@ -69,7 +69,7 @@ int uroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 	pthread_mutex_lock(&qp->lock);
 	err = uroce_sq_state_check(qp);
 	for (; wr && !err; wr = wr->next) {
-		if (uroce_wq_used(&qp->sq) == qp->sq.slots)
+		if (roce_wq_used(&qp->sq) == qp->sq.slots)
 			err = ENOMEM;
 		else
 			err = build_send_wqe(qp, wr);
@@ -100,7 +100,7 @@ int uroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv
 		err = EINVAL;
 		*bad_wr = wr;
 	} else {
-		err = uroce_wq_post_recv(&qp->rq, qp->attr.cap.max_recv_sge, wr, bad_wr, &posted);
+		err = roce_wq_post_recv(&qp->rq, qp->attr.cap.max_recv_sge, wr, bad_wr, &posted);
 	}
 	/* In the Error state receive WQEs are completed with a flush error at once. */
 	if (posted && qp->attr.qp_state == IBV_QPS_ERR)

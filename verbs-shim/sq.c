@@ -41,7 +41,7 @@ static uint64_t opcode_bit(enum ibv_wr_opcode opcode)
 	}
 }
 
-int uroce_send_wqe_check(struct uroce_qp *qp, const struct uroce_send_wqe *wqe)
+int uroce_sq_check_wqe(struct uroce_qp *qp, const struct roce_send_wqe *wqe)
 {
 	uint64_t bit = opcode_bit(wqe->opcode);
 	bool atomic = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||

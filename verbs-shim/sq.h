@@ -17,7 +17,7 @@ int uroce_sq_state_check(struct uroce_qp *qp);
  * message over 2^31 bytes, an atomic that is not 8 bytes at an 8-byte aligned address, a UD
  * send without an address.
  */
-int uroce_send_wqe_check(struct uroce_qp *qp, const struct uroce_send_wqe *wqe);
+int uroce_sq_check_wqe(struct uroce_qp *qp, const struct roce_send_wqe *wqe);
 
 /* After WQEs were queued: flush them if the QP is in SQE or ERR. qp->lock held. */
 void uroce_sq_posted(struct uroce_qp *qp);

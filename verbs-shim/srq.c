@@ -20,7 +20,7 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 		return NULL;
 	}
 	srq = calloc(1, sizeof(*srq));
-	if (!srq || uroce_wq_init(&srq->rq, attr->max_wr, uroce_recv_wqe_size(attr->max_sge))) {
+	if (!srq || roce_wq_init(&srq->rq, attr->max_wr, roce_recv_wqe_size(attr->max_sge))) {
 		free(srq);
 		errno = ENOMEM;
 		return NULL;
@@ -67,18 +67,18 @@ struct ibv_srq *uroce_create_srq_ex(struct ibv_context *context, struct ibv_srq_
 /* Resize the ring, keeping the posted WQEs in order. Called with srq->lock held. */
 static int srq_resize(struct uroce_srq *srq, uint32_t max_wr)
 {
-	struct uroce_wq rq;
-	uint32_t used = uroce_wq_used(&srq->rq);
+	struct roce_wq rq;
+	uint32_t used = roce_wq_used(&srq->rq);
 
 	if (max_wr < used || max_wr < 1 || max_wr > UROCE_MAX_SRQ_WR)
 		return EINVAL;
-	if (uroce_wq_init(&rq, max_wr, srq->rq.stride))
+	if (roce_wq_init(&rq, max_wr, srq->rq.stride))
 		return ENOMEM;
 	for (uint32_t i = 0; i < used; i++)
-		memcpy(uroce_wq_slot(&rq, i), uroce_wq_slot(&srq->rq, srq->rq.tail + i),
+		memcpy(roce_wq_slot(&rq, i), roce_wq_slot(&srq->rq, srq->rq.tail + i),
 		       srq->rq.stride);
 	rq.head = used;
-	uroce_wq_free(&srq->rq);
+	roce_wq_free(&srq->rq);
 	srq->rq = rq;
 	return 0;
 }
@@ -126,7 +126,7 @@ UROCE_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	uroce_async_drain(to_uctx(ibsrq->context), ibsrq, &ibsrq->mutex, &ibsrq->cond,
 			  &ibsrq->events_completed, &srq->async_events_reported);
 	atomic_fetch_sub(&srq->pd->usecnt, 1);
-	uroce_wq_free(&srq->rq);
+	roce_wq_free(&srq->rq);
 	pthread_mutex_destroy(&srq->lock);
 	pthread_cond_destroy(&ibsrq->cond);
 	pthread_mutex_destroy(&ibsrq->mutex);
@@ -141,7 +141,7 @@ int uroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ib
 	int err;
 
 	pthread_mutex_lock(&srq->lock);
-	err = uroce_wq_post_recv(&srq->rq, srq->max_sge, wr, bad_wr, &posted);
+	err = roce_wq_post_recv(&srq->rq, srq->max_sge, wr, bad_wr, &posted);
 	pthread_mutex_unlock(&srq->lock);
 	return err;
 }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Work queue rings (wq.h). */
-#include "verbs-shim/wq.h"
+#include "transport/wq.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-int uroce_wq_init(struct uroce_wq *wq, uint32_t slots, size_t stride)
+int roce_wq_init(struct roce_wq *wq, uint32_t slots, size_t stride)
 {
 	stride = (stride + 7) & ~(size_t)7;
 	wq->buf = calloc(slots ? slots : 1, stride);
@@ -18,40 +18,40 @@ int uroce_wq_init(struct uroce_wq *wq, uint32_t slots, size_t stride)
 	return 0;
 }
 
-void uroce_wq_free(struct uroce_wq *wq)
+void roce_wq_free(struct roce_wq *wq)
 {
 	free(wq->buf);
 	wq->buf = NULL;
 }
 
-size_t uroce_send_wqe_size(uint32_t max_sge, uint32_t max_inline)
+size_t roce_send_wqe_size(uint32_t max_sge, uint32_t max_inline)
 {
 	size_t gather = (size_t)max_sge * sizeof(struct ibv_sge);
 
-	return sizeof(struct uroce_send_wqe) + (gather > max_inline ? gather : max_inline);
+	return sizeof(struct roce_send_wqe) + (gather > max_inline ? gather : max_inline);
 }
 
-size_t uroce_recv_wqe_size(uint32_t max_sge)
+size_t roce_recv_wqe_size(uint32_t max_sge)
 {
-	return sizeof(struct uroce_recv_wqe) + (size_t)max_sge * sizeof(struct ibv_sge);
+	return sizeof(struct roce_recv_wqe) + (size_t)max_sge * sizeof(struct ibv_sge);
 }
 
-int uroce_wq_post_recv(struct uroce_wq *wq, uint32_t max_sge, struct ibv_recv_wr *wr,
+int roce_wq_post_recv(struct roce_wq *wq, uint32_t max_sge, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad, unsigned *posted)
 {
 	for (; wr; wr = wr->next) {
-		struct uroce_recv_wqe *wqe;
+		struct roce_recv_wqe *wqe;
 		int err = 0;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
 			err = EINVAL;
-		else if (uroce_wq_used(wq) == wq->slots)
+		else if (roce_wq_used(wq) == wq->slots)
 			err = ENOMEM;
 		if (err) {
 			*bad = wr;
 			return err;
 		}
-		wqe = uroce_wq_slot(wq, wq->head);
+		wqe = roce_wq_slot(wq, wq->head);
 		wqe->wr_id = wr->wr_id;
 		wqe->num_sge = wr->num_sge;
 		wqe->length = 0;

@@ -7,15 +7,15 @@
  * (it keeps its own "next to transmit" cursor between the two); receive WQEs are consumed
  * from the tail as requests arrive.
  */
-#ifndef UROCE_VERBS_SHIM_WQ_H
-#define UROCE_VERBS_SHIM_WQ_H
+#ifndef UROCE_TRANSPORT_WQ_H
+#define UROCE_TRANSPORT_WQ_H
 
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct uroce_wq {
+struct roce_wq {
 	uint8_t *buf;
 	uint32_t slots;  /* capacity in WQEs */
 	uint32_t stride; /* bytes per slot */
@@ -23,8 +23,11 @@ struct uroce_wq {
 	uint32_t tail;   /* WQEs completed or flushed */
 };
 
-/* A send WQE: a copy of the ibv_send_wr (inline data copied at post time, ABI semantics). */
-struct uroce_send_wqe {
+/*
+ * A send WQE: a copy of the ibv_send_wr (inline data copied at post time, ABI semantics),
+ * plus the requester's note of the PSNs it took.
+ */
+struct roce_send_wqe {
 	uint64_t wr_id;
 	enum ibv_wr_opcode opcode;
 	unsigned int send_flags; /* IBV_SEND_* */
@@ -49,13 +52,17 @@ struct uroce_send_wqe {
 		uint32_t remote_qkey;
 	} ud;
 	uint32_t xrc_remote_srqn;
+	/* Set by the requester when it starts the WQE (qp.h); zero when posted. */
+	bool started;
+	uint32_t first_psn; /* its first and last PSN (READ: of its responses) */
+	uint32_t last_psn;
 	uint32_t length;            /* payload bytes */
 	uint32_t num_sge;           /* gather entries in data[] (0 when inline) */
 	bool is_inline;             /* data[] holds the payload itself */
 	_Alignas(8) uint8_t data[]; /* struct ibv_sge[num_sge], or length bytes of payload */
 };
 
-struct uroce_recv_wqe {
+struct roce_recv_wqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
 	uint32_t length; /* sum of the scatter lengths */
@@ -63,28 +70,28 @@ struct uroce_recv_wqe {
 };
 
 /* Allocate SLOTS slots of STRIDE bytes (rounded up to 8): 0 or ENOMEM. */
-int uroce_wq_init(struct uroce_wq *wq, uint32_t slots, size_t stride);
-void uroce_wq_free(struct uroce_wq *wq);
+int roce_wq_init(struct roce_wq *wq, uint32_t slots, size_t stride);
+void roce_wq_free(struct roce_wq *wq);
 
-static inline uint32_t uroce_wq_used(const struct uroce_wq *wq)
+static inline uint32_t roce_wq_used(const struct roce_wq *wq)
 {
 	return wq->head - wq->tail;
 }
 
-static inline void *uroce_wq_slot(const struct uroce_wq *wq, uint32_t counter)
+static inline void *roce_wq_slot(const struct roce_wq *wq, uint32_t counter)
 {
 	return wq->buf + (size_t)(counter % wq->slots) * wq->stride;
 }
 
-static inline struct ibv_sge *uroce_send_wqe_sge(struct uroce_send_wqe *wqe)
+static inline struct ibv_sge *roce_send_wqe_sge(struct roce_send_wqe *wqe)
 {
 	return (struct ibv_sge *)wqe->data;
 }
 
 /* Bytes of a send slot for a QP with these capabilities. */
-size_t uroce_send_wqe_size(uint32_t max_sge, uint32_t max_inline);
+size_t roce_send_wqe_size(uint32_t max_sge, uint32_t max_inline);
 /* Bytes of a receive slot. */
-size_t uroce_recv_wqe_size(uint32_t max_sge);
+size_t roce_recv_wqe_size(uint32_t max_sge);
 
 /*
  * Queue the receive work requests of the chain @wr on @wq (the caller holds
@@ -93,7 +100,7 @@ size_t uroce_recv_wqe_size(uint32_t max_sge);
  * earlier ones stay queued. Returns 0 and leaves *@bad alone when all are
  * queued. *@posted counts the WRs queued.
  */
-int uroce_wq_post_recv(struct uroce_wq *wq, uint32_t max_sge, struct ibv_recv_wr *wr,
+int roce_wq_post_recv(struct roce_wq *wq, uint32_t max_sge, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad, unsigned *posted);
 
 #endif

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+#include "fabric/config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "transport/wire.h"
+
+struct config_var {
+	const char *name;
+	/* Store the value parsed from @value in @field. Returns 0, EINVAL or ENOMEM. */
+	int (*parse)(const char *value, void *field);
+	size_t offset;      /* of the field in struct uroce_config */
+	const char *expect; /* what a valid value is, for the message */
+};
+
+static int parse_port(const char *value, void *field)
+{
+	unsigned long port;
+	char *end;
+
+	/* Digits only: strtoul alone would accept " 1", "+1" and "-1". */
+	if (value[0] < '0' || value[0] > '9')
+		return EINVAL;
+	errno = 0;
+	port = strtoul(value, &end, 10);
+	if (errno || *end || port < 1 || port > 65535)
+		return EINVAL;
+	*(uint16_t *)field = (uint16_t)port;
+	return 0;
+}
+
+/* A path with every "%p" replaced by the process id. */
+static int parse_path_pid(const char *value, void *field)
+{
+	char pid[16];
+	size_t n = 0, pid_len, len = 0;
+	char *out;
+	const char *s;
+
+	if (!*value)
+		return EINVAL;
+	pid_len = (size_t)snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	for (s = value; *s; s++)
+		n += s[0] == '%' && s[1] == 'p';
+	out = malloc(strlen(value) + n * pid_len + 1);
+	if (!out)
+		return ENOMEM;
+	for (s = value; *s; s++) {
+		if (s[0] == '%' && s[1] == 'p') {
+			memcpy(out + len, pid, pid_len);
+			len += pid_len;
+			s++;
+		} else {
+			out[len++] = *s;
+		}
+	}
+	out[len] = '\0';
+	*(char **)field = out;
+	return 0;
+}
+
+static int parse_log_level(const char *value, void *field)
+{
+	static const char *const names[] = {
+		[UROCE_LOG_ERROR] = "error",
+		[UROCE_LOG_INFO] = "info",
+		[UROCE_LOG_DEBUG] = "debug",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(value, names[i])) {
+			*(enum uroce_log_level *)field = (enum uroce_log_level)i;
+			return 0;
+		}
+	}
+	return EINVAL;
+}
+
+static const struct config_var vars[] = {
+	{"UROCE_UDP_PORT", parse_port, offsetof(struct uroce_config, udp_port),
+	 "a UDP port number, 1..65535"},
+	{"UROCE_PCAP", parse_path_pid, offsetof(struct uroce_config, pcap_path),
+	 "a file name (%p becomes the process id)"},
+	{"UROCE_LOG", parse_log_level, offsetof(struct uroce_config, log_level),
+	 "error, info or debug"},
+};
+
+int uroce_config_load(struct uroce_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->udp_port = ROCE_UDP_PORT;
+	cfg->log_level = UROCE_LOG_ERROR;
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *value = secure_getenv(vars[i].name);
+		int err;
+
+		if (!value)
+			continue;
+		err = vars[i].parse(value, (char *)cfg + vars[i].offset);
+		if (err == EINVAL)
+			uroce_log(UROCE_LOG_ERROR, "%s=\"%s\" is not valid: expected %s",
+				  vars[i].name, value, vars[i].expect);
+		if (err) {
+			uroce_config_free(cfg);
+			return err;
+		}
+	}
+	return 0;
+}
+
+void uroce_config_free(struct uroce_config *cfg)
+{
+	free(cfg->pcap_path);
+	cfg->pcap_path = NULL;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The UROCE_* environment variables the fabric reads, parsed from one table (config.c) so that
+ * each variable is described once: its name, what a valid value is and where it goes.
+ *
+ *   UROCE_UDP_PORT=N   the RoCEv2 UDP port, 1..65535 (default 4791). Processes meet per port, so
+ *                      tests can run side by side on different ports.
+ *   UROCE_PCAP=FILE    record every frame sent and received in a pcap file; each "%p" in FILE
+ *                      becomes the process id, so that several processes write separate files.
+ *   UROCE_LOG=LEVEL    error (default), info or debug (fabric/log.h).
+ *
+ * A set but invalid value is refused, never ignored. Read with secure_getenv(), so a set-user-ID
+ * program does not write captures where its caller says.
+ */
+#ifndef UROCE_FABRIC_CONFIG_H
+#define UROCE_FABRIC_CONFIG_H
+
+#include <stdint.h>
+
+#include "fabric/log.h"
+
+struct uroce_config {
+	uint16_t udp_port;
+	char *pcap_path; /* with %p expanded; NULL: no capture */
+	enum uroce_log_level log_level;
+};
+
+/*
+ * Fill @cfg from the environment (defaults for unset variables). Returns 0, EINVAL (a bad value,
+ * reported on stderr with the variable's name, its value and what was expected; @cfg holds
+ * nothing to free) or ENOMEM. Free with uroce_config_free().
+ */
+int uroce_config_load(struct uroce_config *cfg);
+
+void uroce_config_free(struct uroce_config *cfg);
+
+#endif

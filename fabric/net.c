@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process's network endpoint (net.h): configuration, capture, sockets, the progress thread
+ * and the rendezvous, put together. Transmission happens on the caller's thread; everything
+ * received goes through the progress thread: a datagram from a socket (or forwarded by the hub)
+ * shorter than a BTH is dropped, the rendezvous says whose it is, and this process's are recorded
+ * in the capture and handed to ops->recv.
+ */
+#include "fabric/net.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fabric/config.h"
+#include "fabric/log.h"
+#include "fabric/pcap.h"
+#include "fabric/progress.h"
+#include "fabric/qpn.h"
+#include "fabric/rdv.h"
+#include "fabric/udp.h"
+#include "transport/icrc.h"
+#include "transport/wire.h"
+
+enum { V4, V6, FAMILIES };
+
+/* How often the capture is flushed, so that a killed process leaves its frames behind. */
+#define PCAP_FLUSH_NS (100 * 1000000ull)
+
+struct uroce_net {
+	struct uroce_config cfg;
+	const struct uroce_net_ops *ops;
+	void *arg;
+	struct uroce_pcap *pcap;
+	struct uroce_timer pcap_flush;
+	struct uroce_udp udp[FAMILIES];     /* this process's own, on ephemeral ports */
+	struct uroce_udp hub_udp[FAMILIES]; /* as hub: the RoCEv2 port */
+	struct uroce_qpn qpn;
+	struct uroce_progress *progress; /* set by init, on the progress thread */
+	struct uroce_rdv *rdv;           /* likewise */
+	_Atomic uint64_t rx_packets, tx_packets, tx_errors, rx_short, rx_unknown_qpn;
+};
+
+uint64_t uroce_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wall_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A host without IPv6 (disabled, or a namespace without it) works with IPv4 alone. */
+static bool no_ipv6(int err)
+{
+	return err == EAFNOSUPPORT || err == EADDRNOTAVAIL || err == EPROTONOSUPPORT;
+}
+
+/* Open the IPv4 and (if there is IPv6) IPv6 sockets on @port: both or neither. */
+static int open_pair(struct uroce_udp s[FAMILIES], uint16_t port)
+{
+	int err = uroce_udp_open(&s[V4], AF_INET, port);
+
+	if (err)
+		return err;
+	err = uroce_udp_open(&s[V6], AF_INET6, port);
+	if (err && !no_ipv6(err)) {
+		uroce_udp_close(&s[V4]);
+		return err;
+	}
+	return 0;
+}
+
+static int watch_pair(struct uroce_progress *p, const struct uroce_udp s[FAMILIES])
+{
+	int err = 0;
+
+	for (int i = 0; i < FAMILIES && !err; i++)
+		if (s[i].fd >= 0)
+			err = uroce_progress_add_udp(p, &s[i]);
+	return err;
+}
+
+static void deliver(struct uroce_net *net, const struct uroce_rx *rx)
+{
+	if (net->pcap)
+		uroce_pcap_write(net->pcap, &rx->ip, rx->roce, rx->len, wall_clock());
+	atomic_fetch_add(&net->rx_packets, 1);
+	net->ops->recv(net->arg, rx);
+}
+
+static void flush_capture(struct uroce_timer *t, uint64_t now)
+{
+	struct uroce_net *net =
+		(struct uroce_net *)((char *)t - offsetof(struct uroce_net, pcap_flush));
+
+	uroce_pcap_flush(net->pcap);
+	uroce_timer_arm(net, t, now + PCAP_FLUSH_NS);
+}
+
+/* A datagram from a socket, or forwarded by the hub. */
+static void on_datagram(void *arg, const struct uroce_rx *rx)
+{
+	struct uroce_net *net = arg;
+
+	if (rx->len < ROCE_BTH_LEN) {
+		atomic_fetch_add(&net->rx_short, 1);
+		return;
+	}
+	switch (uroce_rdv_route(net->rdv, rx)) {
+	case UROCE_RDV_DELIVER:
+		deliver(net, rx);
+		break;
+	case UROCE_RDV_FORWARDED:
+		break;
+	case UROCE_RDV_UNKNOWN:
+		atomic_fetch_add(&net->rx_unknown_qpn, 1);
+		break;
+	}
+}
+
+/* This process became the hub (progress thread). */
+static int bind_port(void *arg)
+{
+	struct uroce_net *net = arg;
+	int err = open_pair(net->hub_udp, net->cfg.udp_port);
+
+	if (err)
+		return err;
+	err = watch_pair(net->progress, net->hub_udp);
+	if (err) {
+		uroce_udp_close(&net->hub_udp[V4]);
+		uroce_udp_close(&net->hub_udp[V6]);
+	}
+	return err;
+}
+
+static void forwarded(void *arg, const struct uroce_rx *rx)
+{
+	on_datagram(arg, rx);
+}
+
+static const struct uroce_rdv_ops rdv_ops = {
+	.bind_port = bind_port,
+	.forwarded = forwarded,
+};
+
+/* On the progress thread, before anything is received. */
+static int init(void *arg, struct uroce_progress *p)
+{
+	struct uroce_net *net = arg;
+	int err;
+
+	net->progress = p;
+	err = watch_pair(p, net->udp);
+	if (!err)
+		err = uroce_rdv_join(&net->rdv, net->cfg.udp_port, p, &net->qpn, &rdv_ops, net);
+	return err;
+}
+
+static const struct uroce_progress_ops progress_ops = {
+	.init = init,
+	.datagram = on_datagram,
+};
+
+/*
+ * The hub's last act, once its progress thread has stopped: forward what its port received and
+ * nobody has read yet. A peer's last packets must not die with the hub (on a wire they would
+ * already be on their way); the next hub can bind the port only after this.
+ */
+static void drain_port(struct uroce_net *net)
+{
+	uint8_t buf[UROCE_PROGRESS_PAYLOAD_MAX];
+
+	for (int i = 0; i < FAMILIES; i++) {
+		while (net->hub_udp[i].fd >= 0) {
+			struct uroce_rx rx = {.roce = buf, .now = uroce_now()};
+			ssize_t n = uroce_udp_recv(&net->hub_udp[i], &rx.ip, buf, sizeof(buf));
+
+			if (n < 0 && errno != EMSGSIZE && errno != EINVAL)
+				break;
+			rx.len = n < 0 ? 0 : (size_t)n;
+			/* Only others' datagrams matter: this process is closing. */
+			if (rx.len >= ROCE_BTH_LEN)
+				uroce_rdv_route(net->rdv, &rx);
+		}
+	}
+}
+
+static void free_net(struct uroce_net *net)
+{
+	for (int i = 0; i < FAMILIES; i++) {
+		/* The port first, so that the next hub can bind it when it sees us leave. */
+		uroce_udp_close(&net->hub_udp[i]);
+		uroce_udp_close(&net->udp[i]);
+	}
+	uroce_rdv_leave(net->rdv);
+	uroce_pcap_close(net->pcap);
+	uroce_qpn_destroy(&net->qpn);
+	uroce_config_free(&net->cfg);
+	free(net);
+}
+
+int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void *arg)
+{
+	struct uroce_net *net = calloc(1, sizeof(*net));
+	struct uroce_progress *p;
+	int err;
+
+	if (!net)
+		return ENOMEM;
+	net->ops = ops;
+	net->arg = arg;
+	for (int i = 0; i < FAMILIES; i++)
+		net->udp[i].fd = net->hub_udp[i].fd = -1;
+	uroce_qpn_init(&net->qpn);
+	err = uroce_config_load(&net->cfg);
+	if (err)
+		goto fail;
+	uroce_log_set_level(net->cfg.log_level);
+	if (net->cfg.pcap_path) {
+		net->pcap = uroce_pcap_open(net->cfg.pcap_path);
+		if (!net->pcap) {
+			err = errno;
+			uroce_log(UROCE_LOG_ERROR, "UROCE_PCAP=%s: %s", net->cfg.pcap_path,
+				  strerror(err));
+			goto fail;
+		}
+	}
+	err = open_pair(net->udp, 0);
+	if (err) {
+		uroce_log(UROCE_LOG_ERROR, "cannot open a UDP socket: %s", strerror(err));
+		goto fail;
+	}
+	err = uroce_progress_start(&p, &progress_ops, net, UROCE_PROGRESS_BUFFERS);
+	if (err)
+		goto fail;
+	/* net.h: a first range, so that the process is known to the hub from the start. */
+	err = uroce_rdv_request_block(net->rdv);
+	if (err) {
+		uroce_log(UROCE_LOG_ERROR, "no QP numbers: %s", strerror(err));
+		uroce_progress_stop(p);
+		goto fail;
+	}
+	if (net->pcap) {
+		net->pcap_flush.fire = flush_capture;
+		uroce_timer_arm(net, &net->pcap_flush, uroce_now() + PCAP_FLUSH_NS);
+	}
+	*out = net;
+	return 0;
+
+fail:
+	free_net(net);
+	return err;
+}
+
+void uroce_net_close(struct uroce_net *net)
+{
+	if (!net)
+		return;
+	uroce_progress_stop(net->progress);
+	if (uroce_rdv_is_hub(net->rdv))
+		drain_port(net);
+	free_net(net);
+}
+
+int uroce_net_alloc_qpn(struct uroce_net *net, uint32_t *qpn)
+{
+	for (;;) {
+		int err;
+
+		if (!uroce_qpn_alloc(&net->qpn, qpn))
+			return 0;
+		err = uroce_rdv_request_block(net->rdv);
+		if (err)
+			return err;
+	}
+}
+
+void uroce_net_free_qpn(struct uroce_net *net, uint32_t qpn)
+{
+	uroce_qpn_free(&net->qpn, qpn);
+}
+
+int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len)
+{
+	bool v4 = roce_gid_is_v4(f->sgid);
+	const struct uroce_udp *s = &net->udp[v4 ? V4 : V6];
+	struct roce_ipudp g = *f;
+	int err;
+
+	if (v4 != roce_gid_is_v4(f->dgid) || s->fd < 0)
+		err = EAFNOSUPPORT;
+	else if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN)
+		err = EINVAL;
+	else if (len > ROCE_IP_LEN_MAX - roce_ipudp_hdr_len(f))
+		err = EMSGSIZE;
+	else
+		err = 0;
+	if (!err) {
+		g.sport = s->port;
+		g.dport = net->cfg.udp_port;
+		/* PROTOCOL.md §2.1: the ICRC covers the IPv4 ID; the kernel sends 0 with DF. */
+		g.ip_id = 0;
+		g.ip_frag = v4 ? ROCE_IPV4_DF : 0;
+		g.udp_csum = 0;
+		roce_icrc_fill(&g, roce, len);
+		err = uroce_udp_send(s, &g, roce, len);
+	}
+	if (err) {
+		atomic_fetch_add(&net->tx_errors, 1);
+		return err;
+	}
+	if (net->pcap)
+		uroce_pcap_write(net->pcap, &g, roce, len, wall_clock());
+	atomic_fetch_add(&net->tx_packets, 1);
+	return 0;
+}
+
+void uroce_timer_arm(struct uroce_net *net, struct uroce_timer *t, uint64_t deadline)
+{
+	uroce_timers_arm(uroce_progress_timers(net->progress), t, deadline);
+}
+
+void uroce_timer_cancel(struct uroce_net *net, struct uroce_timer *t)
+{
+	uroce_timers_cancel(uroce_progress_timers(net->progress), t);
+}
+
+void uroce_net_get_stats(struct uroce_net *net, struct uroce_net_stats *out)
+{
+	*out = (struct uroce_net_stats){
+		.rx_packets = atomic_load(&net->rx_packets),
+		.tx_packets = atomic_load(&net->tx_packets),
+		.tx_errors = atomic_load(&net->tx_errors),
+		.forwarded = uroce_rdv_forwarded(net->rdv),
+		.rx_short = atomic_load(&net->rx_short),
+		.rx_unknown_qpn = atomic_load(&net->rx_unknown_qpn),
+		.rx_buffers_lost =
+			uroce_progress_rx_lost(net->progress) + uroce_rdv_forward_lost(net->rdv),
+		.rx_oversize = uroce_progress_rx_oversize(net->progress),
+	};
+}
+
+int uroce_net_is_hub(struct uroce_net *net)
+{
+	return uroce_rdv_is_hub(net->rdv);
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process's RoCEv2 network endpoint: UDP sockets, the host-local rendezvous that lets
+ * several processes share UDP port 4791, the progress thread and its timers.
+ *
+ * One struct uroce_net per process (ARCHITECTURE.md "The data path"). Received datagrams are
+ * handed to the owner's recv callback on the progress thread, already routed to this process by
+ * destination QP number; the owner transmits from any thread with uroce_net_send(), which
+ * finishes the frame (UDP port, IPv4 ID 0 + DF, ICRC) and records it in the capture.
+ *
+ * Several processes on one host (ARCHITECTURE.md "Devices, GIDs and several processes"): the
+ * processes of one network namespace meet at an abstract AF_UNIX socket. The first to bind it is
+ * the hub: it holds UDP 4791 and forwards each datagram whose DestQP belongs to another process
+ * to that process, with the original addresses (the ICRC covers them). Every other process sends
+ * from its own socket on an ephemeral port. QP numbers come from ranges the hub hands out, so
+ * they are unique on the host. When the hub exits, another process takes over.
+ */
+#ifndef UROCE_FABRIC_NET_H
+#define UROCE_FABRIC_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/ipudp.h"
+
+struct uroce_net;
+
+/* One received RoCEv2 datagram. */
+struct uroce_rx {
+	/*
+	 * Addresses and ports as received; tos and ttl from the IP header; ip_id 0 and ip_frag
+	 * ROCE_IPV4_DF (the kernel does not report them: roce_icrc_verify() recovers the ID).
+	 */
+	struct roce_ipudp ip;
+	const uint8_t *roce; /* UDP payload: BTH .. ICRC, valid during the callback only */
+	size_t len;
+	uint64_t now; /* uroce_now() when the batch was taken */
+};
+
+struct uroce_net_ops {
+	/*
+	 * A datagram whose DestQP this process owns, or for QP 1 (every process gets those) or
+	 * multicast DestQP 0xFFFFFF (likewise). Called on the progress thread, never concurrently
+	 * with itself or a timer callback. The ICRC is not yet verified.
+	 */
+	void (*recv)(void *arg, const struct uroce_rx *rx);
+};
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline below. */
+uint64_t uroce_now(void);
+
+/*
+ * Start the endpoint: join (or become) the host's hub, take a first QPN range, open the sockets,
+ * start the progress thread (all signals blocked). Reads the capture configuration (UROCE_PCAP).
+ * Returns 0 and sets *@out, or a positive errno: EINVAL (a bad UROCE_* value, reported on stderr
+ * naming the variable), ENOMEM, or the errno of the capture file, socket, io_uring or thread call
+ * that failed (also reported on stderr), e.g. EADDRINUSE when another program holds the UDP port.
+ */
+int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void *arg);
+
+/*
+ * Stop the progress thread, leave the rendezvous (handing the hub over if this process is it),
+ * close the sockets and the capture. No callback runs after it returns. NULL is a no-op.
+ */
+void uroce_net_close(struct uroce_net *net);
+
+/*
+ * A QP number unique on this host, from this process's ranges (never 0, 1 or 0xFFFFFF); asks the
+ * hub for another range when they are used up. Returns 0, ENOSPC (the 24-bit space is taken),
+ * ETIMEDOUT (the hub did not answer within 10 s), EAGAIN (called from a callback of a process
+ * that is not the hub, which cannot wait there for the answer), ENOMEM, or the error that made
+ * the rendezvous unusable (reported on stderr when it happened).
+ */
+int uroce_net_alloc_qpn(struct uroce_net *net, uint32_t *qpn);
+
+/* Give back a QP number: it is not reused before the rest of the process's ranges. */
+void uroce_net_free_qpn(struct uroce_net *net, uint32_t qpn);
+
+/*
+ * Transmit one RoCEv2 datagram from any thread. @f gives sgid (which must be an address of
+ * this host), dgid, tos, ttl and flow_label; the rest is filled in here: sport (this process's
+ * socket), dport (the RoCEv2 port), ip_id 0, ip_frag DF. @roce holds @len bytes, BTH .. ICRC;
+ * its last 4 bytes are overwritten with the ICRC. The frame is recorded in the capture.
+ * Returns 0 or a positive errno: EAFNOSUPPORT (sgid and dgid of different families, or no IPv6
+ * on this host), EINVAL (@len below a BTH and ICRC), EMSGSIZE, EADDRNOTAVAIL (sgid not local),
+ * or what sendmsg reports (ENOBUFS, EAGAIN, ECONNREFUSED from an ICMP error, ...). A datagram
+ * that could not be sent is simply lost, as on a wire.
+ */
+int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len);
+
+/* A deadline on the progress thread. Embed it; all fields are the timer module's. */
+struct uroce_timer {
+	void (*fire)(struct uroce_timer *t, uint64_t now); /* on the progress thread */
+	uint64_t deadline;
+	uint32_t heap_index; /* 0: not armed */
+};
+
+/*
+ * Arm @t to fire at @deadline (uroce_now() clock), or move it if armed. From any thread;
+ * a deadline in the past fires as soon as the progress thread gets to it.
+ */
+void uroce_timer_arm(struct uroce_net *net, struct uroce_timer *t, uint64_t deadline);
+
+/*
+ * Disarm @t. When it returns, @t's callback is not running and will not run (unless re-armed),
+ * so the object around @t can be freed; called from @t's own callback it just disarms.
+ */
+void uroce_timer_cancel(struct uroce_net *net, struct uroce_timer *t);
+
+/* Counters of the endpoint, for statistics and tests. */
+struct uroce_net_stats {
+	uint64_t rx_packets;      /* delivered to recv */
+	uint64_t tx_packets;      /* sent by uroce_net_send */
+	uint64_t tx_errors;       /* uroce_net_send failures */
+	uint64_t forwarded;       /* as hub: handed to another process */
+	uint64_t rx_short;        /* dropped: shorter than a BTH */
+	uint64_t rx_unknown_qpn;  /* dropped: DestQP owned by no process */
+	uint64_t rx_buffers_lost; /* datagrams lost because receive buffers ran out */
+	uint64_t rx_oversize;     /* dropped: longer than a receive buffer (no RoCE packet is) */
+};
+void uroce_net_get_stats(struct uroce_net *net, struct uroce_net_stats *out);
+
+/* True while this process is the hub (holds UDP 4791). For tests and diagnostics. */
+int uroce_net_is_hub(struct uroce_net *net);
+
+#endif

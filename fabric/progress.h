@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The progress thread (ARCHITECTURE.md "The data path"): the only receiver. It owns an io_uring
+ * (created on the thread, so IORING_SETUP_SINGLE_ISSUER and DEFER_TASKRUN are legal where the
+ * kernel has them) with
+ * - a multishot recvmsg on each UDP socket, taking buffers from one provided-buffer ring and
+ *   re-armed whenever the kernel ends it (ENOBUFS when every buffer is in use, CQ overflow);
+ * - a poll on an epoll instance holding the other descriptors it watches (the rendezvous
+ *   sockets, its own eventfd for wake-ups);
+ * - the wait's timeout at the earliest timer (fabric/timer.h).
+ * Each turn takes the completions as one batch, hands each datagram to the datagram callback
+ * and then returns the buffers. All signals are blocked on the thread.
+ */
+#ifndef UROCE_FABRIC_PROGRESS_H
+#define UROCE_FABRIC_PROGRESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fabric/net.h"
+#include "fabric/timer.h"
+#include "fabric/udp.h"
+
+/* The largest UDP payload received whole; a larger datagram is dropped (rx_oversize). */
+#define UROCE_PROGRESS_PAYLOAD_MAX 8192
+
+struct uroce_progress;
+struct uroce_watch;
+
+struct uroce_progress_ops {
+	/*
+	 * First thing on the new thread @p, once the ring exists: returns 0, or an errno that
+	 * uroce_progress_start() returns after stopping the thread.
+	 */
+	int (*init)(void *arg, struct uroce_progress *p);
+	/*
+	 * A datagram from a socket added with uroce_progress_add_udp(): rx->ip as
+	 * uroce_udp_rx_source() and the control messages describe it.
+	 */
+	void (*datagram)(void *arg, const struct uroce_rx *rx);
+};
+
+/* Receive buffers an endpoint uses: enough for a burst between two turns of the thread. */
+#define UROCE_PROGRESS_BUFFERS 256
+
+/*
+ * Start the thread with @buffers receive buffers (a power of two, at most 32768) and run
+ * ops->init on it. Returns 0 and sets *@out, or EINVAL (@buffers), ENOMEM, the errno of io_uring
+ * setup (ENOSYS, EPERM where io_uring is disabled; reported on stderr), of epoll, eventfd or
+ * pthread_create, or what ops->init returned.
+ */
+int uroce_progress_start(struct uroce_progress **out, const struct uroce_progress_ops *ops,
+			 void *arg, unsigned int buffers);
+
+/* Stop and join the thread, free the watches and the ring. @p must not be used afterwards. */
+void uroce_progress_stop(struct uroce_progress *p);
+
+/* True on the progress thread. */
+bool uroce_progress_on_thread(const struct uroce_progress *p);
+
+/*
+ * Receive on @s (which must stay open until uroce_progress_stop()) from the next turn on. From
+ * any thread. Returns 0 or ENOSPC (at most 4 sockets).
+ */
+int uroce_progress_add_udp(struct uroce_progress *p, const struct uroce_udp *s);
+
+/*
+ * Call @ready on the progress thread whenever @fd is readable or has hung up (level-triggered:
+ * @ready should read until EAGAIN). From any thread. Returns the watch, or NULL with errno set
+ * (ENOMEM, or epoll_ctl's).
+ */
+struct uroce_watch *uroce_progress_watch(struct uroce_progress *p, int fd, void (*ready)(void *arg),
+					 void *arg);
+
+/* Stop watching (before closing the descriptor). On the progress thread only. */
+void uroce_progress_unwatch(struct uroce_progress *p, struct uroce_watch *w);
+
+/* The thread's timers: arm and cancel from any thread. */
+struct uroce_timers *uroce_progress_timers(struct uroce_progress *p);
+
+/* Datagrams lost: dropped by the sockets' full buffers, and too big for a buffer. */
+uint64_t uroce_progress_rx_lost(struct uroce_progress *p);
+uint64_t uroce_progress_rx_oversize(const struct uroce_progress *p);
+
+/* Times a multishot receive ended and was armed again (ENOBUFS, CQ overflow, ...). */
+uint64_t uroce_progress_rearms(const struct uroce_progress *p);
+
+#endif

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rendezvous: how the processes of one host share the RoCEv2 UDP port (ARCHITECTURE.md
+ * "Devices, GIDs and several processes on one host").
+ *
+ * Meeting point: the abstract AF_UNIX SOCK_SEQPACKET name "\0uroce/<port>" (abstract names are
+ * scoped to the network namespace, like the addresses; a process's death closes its sockets,
+ * which its peers see as EOF). The first process to bind it is the hub: it listens there and
+ * binds the UDP port; every other process connects, and logs who the hub is (SO_PEERCRED).
+ *
+ * QP numbers: the 24-bit space is cut into 4096 blocks of 4096 (fabric/qpn.h). The hub keeps the
+ * owner of each block, naming processes by a random 64-bit token (pids are ambiguous across pid
+ * namespaces). Every process keeps a copy of that table, so that whoever becomes the next hub
+ * knows which blocks are taken.
+ *
+ * Messages (fabric/rdv_proto.h):
+ *   HELLO   process -> hub, first: token and pid. The hub answers with the table (one or more
+ *           TABLE records), which replaces the process's copy once it arrives, or REFUSED if
+ *           the version differs.
+ *   REQUEST process -> hub: a block please. The hub picks the next free block after the last
+ *           one it handed out (so a freed block is reused late), sends OWNER to every other
+ *           process first, then GRANT to the requester: by the time the requester may use the
+ *           block, every survivor of a hub crash knows it is taken. No block left: FULL.
+ *   OWNER   hub -> processes: a block's new owner (token 0 when its owner has gone).
+ *   CLAIM   process -> new hub, after HELLO: a block it owns. Honoured (CLAIMED ok) if the block
+ *           is free or already the claimant's; refused otherwise (logged: cannot happen unless
+ *           a process was cut off longer than the grace period).
+ *   FRAME   hub -> process: a datagram received on the UDP port whose DestQP (BTH bytes 5..7)
+ *           is in one of the process's blocks, with the addresses and IP values it arrived with
+ *           (the ICRC covers them); or a datagram to QP 1 or 0xFFFFFF, which go to every process
+ *           (IBA 9.2: multicast; QP 1: CM MADs, routed by the CM later). Sent without blocking: a
+ *           process whose socket buffer is full loses the datagram, as on a wire.
+ * The hub serves its own requests from the same table, and delivers its own datagrams directly.
+ *
+ * The hub leaving forwards what its port has queued before it closes the port.
+ * A process leaving: the hub sees EOF, frees the process's blocks and tells the others (OWNER,
+ * token 0). The hub leaving or dying: every process sees EOF and races to bind the name; the
+ * winner listens, binds the UDP port (retrying while the old hub's socket is still being
+ * closed) and becomes the hub with its copy of the table; the others connect to it, send HELLO
+ * and CLAIM each of their blocks, and repeat requests left unanswered. QP numbers therefore stay
+ * the same across a takeover. Blocks nobody claims within RDV_GRACE of a takeover (the old hub's
+ * own, and those of processes that died meanwhile) are freed. Datagrams that arrive while
+ * nobody holds the port are lost, as on a wire.
+ *
+ * Threads: the rendezvous runs on the progress thread (its sockets are watched there), except
+ * uroce_rdv_request_block(), which application threads call.
+ */
+#ifndef UROCE_FABRIC_RDV_H
+#define UROCE_FABRIC_RDV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fabric/net.h"
+#include "fabric/progress.h"
+#include "fabric/qpn.h"
+
+/* How long a new hub keeps the blocks of processes that have not re-registered. */
+#define RDV_GRACE_NS (2 * 1000000000ull)
+
+struct uroce_rdv;
+
+struct uroce_rdv_ops {
+	/*
+	 * This process became the hub: bind the UDP port. Returns 0 or an errno; EADDRINUSE (the
+	 * old hub's socket is still open) is retried.
+	 */
+	int (*bind_port)(void *arg);
+	/* A datagram the hub forwarded to this process. */
+	void (*forwarded)(void *arg, const struct uroce_rx *rx);
+};
+
+/*
+ * Join the rendezvous of UDP port @port, as hub or not. On the progress thread of @p (from its
+ * init). Granted blocks are added to @qpn. Returns 0 and sets *@out, or ENOMEM, ETIMEDOUT (the
+ * name stayed bound by a process that never listened), EPROTO (the hub refused this version),
+ * what bind_port returned, or the errno of the socket call that failed; reported on stderr.
+ */
+int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, struct uroce_progress *p,
+		   struct uroce_qpn *qpn, const struct uroce_rdv_ops *ops, void *arg);
+
+/*
+ * Close the rendezvous sockets (the others see EOF: a hub's leaving starts a takeover) and free
+ * @r. After uroce_progress_stop(). NULL is a no-op.
+ */
+void uroce_rdv_leave(struct uroce_rdv *r);
+
+/*
+ * Obtain one more block of QP numbers (added to the allocator). From an application thread:
+ * waits for the hub's answer. Returns 0, ENOSPC (no block is free), ETIMEDOUT (no answer within
+ * 10 s), ENOMEM, or the error that made the rendezvous unusable. On the progress thread only a
+ * hub can answer at once; elsewhere it returns EAGAIN.
+ */
+int uroce_rdv_request_block(struct uroce_rdv *r);
+
+enum uroce_rdv_route {
+	UROCE_RDV_DELIVER,   /* this process's (or every process's): deliver it here */
+	UROCE_RDV_FORWARDED, /* another process's: sent to it (or lost on its full socket) */
+	UROCE_RDV_UNKNOWN,   /* nobody's */
+};
+
+/*
+ * Where the datagram @rx (at least a BTH long) goes; as hub, forward it. On the progress thread,
+ * or once it has stopped.
+ */
+enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx *rx);
+
+/* True while this process is the hub. Any thread. */
+bool uroce_rdv_is_hub(const struct uroce_rdv *r);
+
+/* Datagrams forwarded to other processes, and those lost on a full socket. Any thread. */
+uint64_t uroce_rdv_forwarded(const struct uroce_rdv *r);
+uint64_t uroce_rdv_forward_lost(const struct uroce_rdv *r);
+
+#endif

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+#include "fabric/udp.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+/* After netinet/in.h (libc-compat): IPV6_FLOWINFO and IPV6_FLOWINFO_SEND, which glibc lacks. */
+#include <linux/in6.h>
+#include <linux/sock_diag.h>
+#include <linux/udp.h>
+#include <string.h>
+#include <unistd.h>
+
+static int set_int(int fd, int level, int name, int value)
+{
+	return setsockopt(fd, level, name, &value, sizeof(value)) ? errno : 0;
+}
+
+/* Ask for big buffers; without CAP_NET_ADMIN the kernel caps them at net.core.[rw]mem_max. */
+static void set_buffers(int fd)
+{
+	if (set_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, UROCE_UDP_BUF))
+		set_int(fd, SOL_SOCKET, SO_RCVBUF, UROCE_UDP_BUF);
+	if (set_int(fd, SOL_SOCKET, SO_SNDBUFFORCE, UROCE_UDP_BUF))
+		set_int(fd, SOL_SOCKET, SO_SNDBUF, UROCE_UDP_BUF);
+}
+
+static int set_options_v4(int fd)
+{
+	int err = set_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+
+	if (!err)
+		err = set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
+	if (!err)
+		err = set_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
+	if (!err)
+		err = set_int(fd, IPPROTO_IP, IP_RECVTTL, 1);
+	return err;
+}
+
+static int set_options_v6(int fd)
+{
+	int err = set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+
+	if (!err)
+		err = set_int(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+	if (!err)
+		err = set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+	if (!err)
+		err = set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+	if (!err)
+		err = set_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+	if (!err)
+		err = set_int(fd, IPPROTO_IPV6, IPV6_FLOWINFO, 1);
+	if (!err)
+		err = set_int(fd, IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1);
+	/* PROTOCOL.md §1.4: rxe sends IPv6 with a zero UDP checksum. */
+	if (!err)
+		err = set_int(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+	return err;
+}
+
+int uroce_udp_open(struct uroce_udp *s, int family, uint16_t port)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t sslen;
+	int err;
+
+	s->fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	s->family = family;
+	s->port = 0;
+	if (s->fd < 0)
+		return errno;
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		sin->sin_addr.s_addr = htonl(INADDR_ANY);
+		sslen = sizeof(*sin);
+		err = set_options_v4(s->fd);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		sin6->sin6_addr = in6addr_any;
+		sslen = sizeof(*sin6);
+		err = set_options_v6(s->fd);
+	}
+	if (err)
+		goto fail;
+	set_buffers(s->fd);
+	if (bind(s->fd, (struct sockaddr *)&ss, sslen) ||
+	    getsockname(s->fd, (struct sockaddr *)&ss, &sslen)) {
+		err = errno;
+		goto fail;
+	}
+	s->port = ntohs(((struct sockaddr_in *)&ss)->sin_port); /* same offset in sockaddr_in6 */
+	return 0;
+
+fail:
+	close(s->fd);
+	s->fd = -1;
+	return err;
+}
+
+void uroce_udp_close(struct uroce_udp *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
+/* Whether @gid is an address of this host: binding a socket to it succeeds. */
+static bool is_local(int family, const uint8_t gid[16])
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len;
+	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool local;
+
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, gid + 12, 4);
+		len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, gid, 16);
+		len = sizeof(*sin6);
+	}
+	local = fd < 0 || !bind(fd, (struct sockaddr *)&ss, len) || errno != EADDRNOTAVAIL;
+	if (fd >= 0)
+		close(fd);
+	return local;
+}
+
+/* Append a control message of @len bytes at @msg's current control length. */
+static void put_cmsg(struct msghdr *msg, int level, int type, const void *data, size_t len)
+{
+	struct cmsghdr *c = (struct cmsghdr *)((char *)msg->msg_control + msg->msg_controllen);
+
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(c), data, len);
+	msg->msg_controllen += CMSG_SPACE(len);
+}
+
+int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
+		   size_t len)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int))];
+	} control;
+	struct sockaddr_storage to = {0};
+	struct iovec iov = {.iov_base = (void *)roce, .iov_len = len};
+	struct msghdr msg = {
+		.msg_name = &to,
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = control.buf,
+	};
+	int tos = f->tos, ttl = f->ttl, err;
+
+	memset(&control, 0, sizeof(control));
+	if (s->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&to;
+		struct in_pktinfo pi = {0};
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(f->dport);
+		memcpy(&sin->sin_addr, f->dgid + 12, 4);
+		msg.msg_namelen = sizeof(*sin);
+		memcpy(&pi.ipi_spec_dst, f->sgid + 12, 4);
+		put_cmsg(&msg, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
+		put_cmsg(&msg, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+		put_cmsg(&msg, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&to;
+		struct in6_pktinfo pi = {0};
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(f->dport);
+		sin6->sin6_flowinfo = htonl(f->flow_label & 0xFFFFF);
+		memcpy(&sin6->sin6_addr, f->dgid, 16);
+		msg.msg_namelen = sizeof(*sin6);
+		memcpy(&pi.ipi6_addr, f->sgid, 16);
+		put_cmsg(&msg, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
+		put_cmsg(&msg, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+		put_cmsg(&msg, IPPROTO_IPV6, IPV6_HOPLIMIT, &ttl, sizeof(ttl));
+	}
+	if (sendmsg(s->fd, &msg, MSG_NOSIGNAL) >= 0)
+		return 0;
+	err = errno;
+	/*
+	 * A source address that is not local fails the IPv4 route lookup (ENETUNREACH) or
+	 * IPV6_PKTINFO (EINVAL); tell it from a destination without a route.
+	 */
+	if ((err == ENETUNREACH || err == EINVAL) && !is_local(s->family, f->sgid))
+		return EADDRNOTAVAIL;
+	return err;
+}
+
+int uroce_udp_rx_source(struct roce_ipudp *f, const struct uroce_udp *s, const void *name,
+			size_t namelen)
+{
+	memset(f, 0, sizeof(*f));
+	f->dport = s->port;
+	if (s->family == AF_INET) {
+		struct sockaddr_in sin;
+
+		if (namelen < sizeof(sin))
+			return EINVAL;
+		memcpy(&sin, name, sizeof(sin));
+		if (sin.sin_family != AF_INET)
+			return EINVAL;
+		roce_gid_from_v4(f->sgid, (const uint8_t *)&sin.sin_addr);
+		f->sport = ntohs(sin.sin_port);
+		f->ip_frag = ROCE_IPV4_DF;
+	} else {
+		struct sockaddr_in6 sin6;
+
+		if (namelen < sizeof(sin6))
+			return EINVAL;
+		memcpy(&sin6, name, sizeof(sin6));
+		if (sin6.sin6_family != AF_INET6)
+			return EINVAL;
+		memcpy(f->sgid, &sin6.sin6_addr, 16);
+		f->sport = ntohs(sin6.sin6_port);
+	}
+	return 0;
+}
+
+ssize_t uroce_udp_recv(const struct uroce_udp *s, struct roce_ipudp *f, uint8_t *buf, size_t cap)
+{
+	union {
+		struct cmsghdr align;
+		char buf[UROCE_UDP_CONTROL_LEN];
+	} control;
+	struct sockaddr_storage from;
+	struct iovec iov = {.iov_base = buf, .iov_len = cap};
+	struct msghdr msg = {
+		.msg_name = &from,
+		.msg_namelen = sizeof(from),
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = control.buf,
+		.msg_controllen = sizeof(control.buf),
+	};
+	ssize_t n = recvmsg(s->fd, &msg, MSG_DONTWAIT);
+	int err;
+
+	if (n < 0)
+		return -1;
+	if (msg.msg_flags & MSG_TRUNC) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	err = uroce_udp_rx_source(f, s, &from, msg.msg_namelen);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		uroce_udp_rx_cmsg(f, c);
+	return n;
+}
+
+/* The int (or, for IP_TOS, byte) value of a control message, or -1 if it is too short. */
+static int cmsg_int(const struct cmsghdr *c, size_t size)
+{
+	int v = 0;
+	uint8_t b;
+
+	if (c->cmsg_len < CMSG_LEN(size))
+		return -1;
+	if (size == 1) {
+		memcpy(&b, CMSG_DATA(c), 1);
+		return b;
+	}
+	memcpy(&v, CMSG_DATA(c), sizeof(v));
+	return v;
+}
+
+void uroce_udp_rx_cmsg(struct roce_ipudp *f, const struct cmsghdr *c)
+{
+	int v;
+
+	if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+		struct in_pktinfo pi;
+
+		if (c->cmsg_len >= CMSG_LEN(sizeof(pi))) {
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			roce_gid_from_v4(f->dgid, (const uint8_t *)&pi.ipi_addr);
+		}
+	} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+		if ((v = cmsg_int(c, 1)) >= 0)
+			f->tos = (uint8_t)v;
+	} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+		if ((v = cmsg_int(c, sizeof(int))) >= 0)
+			f->ttl = (uint8_t)v;
+	} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+		struct in6_pktinfo pi;
+
+		if (c->cmsg_len >= CMSG_LEN(sizeof(pi))) {
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(f->dgid, &pi.ipi6_addr, 16);
+		}
+	} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+		if ((v = cmsg_int(c, sizeof(int))) >= 0)
+			f->tos = (uint8_t)v;
+	} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+		if ((v = cmsg_int(c, sizeof(int))) >= 0)
+			f->ttl = (uint8_t)v;
+	} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_FLOWINFO) {
+		uint32_t fi;
+
+		if (c->cmsg_len >= CMSG_LEN(sizeof(fi))) {
+			memcpy(&fi, CMSG_DATA(c), sizeof(fi));
+			f->flow_label = ntohl(fi) & 0xFFFFF;
+		}
+	}
+}
+
+uint64_t uroce_udp_drops(const struct uroce_udp *s)
+{
+	uint32_t info[SK_MEMINFO_VARS] = {0};
+	socklen_t len = sizeof(info);
+
+	if (getsockopt(s->fd, SOL_SOCKET, SO_MEMINFO, info, &len) || len <= SK_MEMINFO_DROPS * 4)
+		return 0;
+	return info[SK_MEMINFO_DROPS];
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The UDP sockets that carry RoCEv2: one per address family, bound to the wildcard address, on
+ * the RoCEv2 port (the hub) or an ephemeral one (every process sends from one of those).
+ *
+ * Options (all set at open):
+ * - IP_PMTUDISC_DO / IPV6_PMTUDISC_DO: never fragment. For IPv4 an unconnected socket with DF
+ *   makes the kernel write IP ID 0, which the ICRC covers (PROTOCOL.md §2.1, ARCHITECTURE.md
+ *   "The data path"); a frame too big for the path fails with EMSGSIZE.
+ * - IP_PKTINFO, IP_RECVTOS, IP_RECVTTL (IPV6_RECVPKTINFO, IPV6_RECVTCLASS, IPV6_RECVHOPLIMIT,
+ *   IPV6_FLOWINFO): each datagram reports its destination address and IP header values, which
+ *   the ICRC (addresses) and the transport (traffic class, hop limit) need.
+ * - IPV6_FLOWINFO_SEND: the flow label is sent.
+ * - UDP_NO_CHECK6_RX: RoCE stacks send IPv6 with a zero UDP checksum (PROTOCOL.md §1.4).
+ * - Buffers of UROCE_UDP_BUF bytes (SO_RCVBUFFORCE when permitted, else up to the sysctl limit).
+ * - SOCK_CLOEXEC, and SOCK_NONBLOCK: a full send buffer is EAGAIN, a lost packet.
+ */
+#ifndef UROCE_FABRIC_UDP_H
+#define UROCE_FABRIC_UDP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "transport/ipudp.h"
+
+#define UROCE_UDP_BUF (8u << 20)
+
+/* Room for the control messages the options above produce on one datagram. */
+#define UROCE_UDP_CONTROL_LEN 256
+
+struct uroce_udp {
+	int fd;        /* -1: not open */
+	int family;    /* AF_INET or AF_INET6 */
+	uint16_t port; /* the bound port */
+};
+
+/*
+ * Open a socket of @family (AF_INET, or AF_INET6 with IPV6_V6ONLY) bound to the wildcard address
+ * and @port (0: an ephemeral port). Returns 0, or the errno of the call that failed:
+ * EAFNOSUPPORT or EADDRNOTAVAIL (no IPv6 on this host), EADDRINUSE, EACCES, EMFILE, ...
+ */
+int uroce_udp_open(struct uroce_udp *s, int family, uint16_t port);
+
+/* Close @s (a closed one is a no-op). */
+void uroce_udp_close(struct uroce_udp *s);
+
+/*
+ * Send @roce (@len bytes) to @f's dgid and dport, from @f's sgid (IP_PKTINFO / IPV6_PKTINFO)
+ * with @f's tos and ttl (and flow label for IPv6). @f's family must be @s's. Returns 0, or
+ * EADDRNOTAVAIL (sgid is not an address of this host), EMSGSIZE, EAGAIN, ENOBUFS,
+ * ECONNREFUSED (an earlier datagram drew an ICMP port unreachable), ENETUNREACH, ...
+ */
+int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
+		   size_t len);
+
+/*
+ * Receive one datagram from @s without waiting, outside the progress thread (which must not be
+ * receiving on @s): its UDP payload into @buf (@cap bytes), and @f as the progress thread would
+ * describe it. Returns the payload length, or -1 with errno EAGAIN (nothing queued), EMSGSIZE
+ * (longer than @cap: discarded), EINVAL (an address not of @s's family) or recvmsg's.
+ */
+ssize_t uroce_udp_recv(const struct uroce_udp *s, struct roce_ipudp *f, uint8_t *buf, size_t cap);
+
+/*
+ * Start the description @f of a datagram received on @s from @name (a sockaddr of @s's family,
+ * @namelen bytes): source address and port, destination port; ip_id 0 and, for IPv4, ip_frag DF
+ * (net.h). Returns 0, or EINVAL if @name is not an address of @s's family.
+ */
+int uroce_udp_rx_source(struct roce_ipudp *f, const struct uroce_udp *s, const void *name,
+			size_t namelen);
+
+/*
+ * Apply one control message of a received datagram to @f (destination address, tos, ttl, flow
+ * label). Others are ignored.
+ */
+void uroce_udp_rx_cmsg(struct roce_ipudp *f, const struct cmsghdr *c);
+
+/*
+ * Datagrams the kernel dropped on @s because its receive buffer was full (SO_MEMINFO: the
+ * SO_RXQ_OVFL control message did not arrive with io_uring receives on Linux 6.18 here).
+ */
+uint64_t uroce_udp_drops(const struct uroce_udp *s);
+
+#endif

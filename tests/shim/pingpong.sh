@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Run one of rdma-core's unmodified pingpong examples as a server and a client process on
+# loopback through uroce-run, and check both finish and report their transfer. With
+# PCAP_CHECK=1 the server's capture (UROCE_PCAP) must decode in tshark with no malformed frame
+# and show RoCE traffic with the expected opcodes.
+# Usage: pingpong.sh UROCE_RUN SANITIZER TCP_PORT PROGRAM [ARGS...]
+set -uo pipefail
+
+run=$1 sanitizer=$2 port=$3 prog=$4
+shift 4
+if [[ $sanitizer == thread ]]; then
+	echo "pingpong: skipped: system programs cannot load a ThreadSanitizer build of uroce"
+	exit 77
+fi
+dir=$(mktemp -d)
+trap 'kill $server 2>/dev/null; rm -rf "$dir"' EXIT
+# Each test its own UDP port (below the ephemeral range): tests run in parallel and the
+# rendezvous is per port.
+export UROCE_UDP_PORT=$((port + 10000))
+
+UROCE_PCAP="$dir/server.pcap" timeout 60 "$run" "$prog" -p "$port" "$@" >"$dir/server.out" 2>&1 &
+server=$!
+# The server listens on its TCP port once its QP exists.
+for ((i = 0; i < 100; i++)); do
+	ss -Hltn "sport = :$port" | grep -q . && break
+	sleep 0.05
+done
+timeout 60 "$run" "$prog" -p "$port" "$@" 127.0.0.1 >"$dir/client.out" 2>&1
+client_rc=$?
+wait $server
+server_rc=$?
+fail=0
+for side in server client; do
+	rc_var=${side}_rc
+	if [[ ${!rc_var} != 0 ]] || ! grep -q "bytes in .* seconds" "$dir/$side.out"; then
+		echo "FAIL: $prog $* ($side) exited ${!rc_var}:" >&2
+		sed 's/^/  | /' "$dir/$side.out" >&2
+		fail=1
+	fi
+done
+((fail)) && exit 1
+cat "$dir/client.out"
+
+if [[ ${PCAP_CHECK:-0} == 1 ]]; then
+	tshark=(tshark --disable-heuristic rpcrdma_infiniband -d "udp.port==$UROCE_UDP_PORT,infiniband"
+		-r "$dir/server.pcap")
+	frames=$("${tshark[@]}" -T fields -e frame.number | wc -l)
+	malformed=$("${tshark[@]}" -Y '_ws.malformed || _ws.expert.severity >= error' | wc -l)
+	sends=$("${tshark[@]}" -Y 'infiniband.bth.opcode <= 5' | wc -l)
+	acks=$("${tshark[@]}" -Y 'infiniband.bth.opcode == 17' | wc -l)
+	echo "capture: $frames frames, $sends RC SEND, $acks ACK, $malformed malformed"
+	if ((frames == 0 || malformed != 0 || sends == 0 || acks == 0)); then
+		echo "FAIL: the capture is not a clean RoCE pingpong" >&2
+		"${tshark[@]}" | head -20 >&2
+		exit 1
+	fi
+fi

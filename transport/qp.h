@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The queue-pair core: what a RoCE HCA does for one QP, as a pure function of packets, work
+ * requests and time (ARCHITECTURE.md "Layers"). Three state machines share it, as in rxe:
+ *
+ *   requester  (requester.c)  send WQEs -> request packets: opcodes, PSNs, segmentation
+ *   responder  (responder.c)  request packets -> data placement, ACK/NAK, READ responses, atomics
+ *   completer  (completer.c)  response packets and timeouts -> completions, retransmission
+ *
+ * The owner (the verbs layer) keeps the objects: it queues WQEs on the send ring it gives here,
+ * and answers the callbacks of struct roce_qp_env (memory keys, receive WQEs, completions,
+ * events). Driving it has the shape of a sans-I/O protocol library:
+ *
+ *   roce_qp_read_pkt()       a received packet for this QP, with "now"
+ *   roce_qp_write_pkt()      pull the next packet to transmit into a caller buffer
+ *   roce_qp_expiry()         the next deadline (ACK timeout, RNR wait, delayed ACK)
+ *   roce_qp_handle_expiry()  it passed
+ *
+ * After any of them, and after queueing WQEs, the owner pulls packets until none is left.
+ * Nothing here reads a clock, sleeps, locks or allocates per packet; the owner serialises all
+ * calls on one QP (its QP lock) and callbacks run inside those calls.
+ */
+#ifndef UROCE_TRANSPORT_QP_H
+#define UROCE_TRANSPORT_QP_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transport/ipudp.h"
+#include "transport/wire.h"
+#include "transport/wq.h"
+
+enum {
+	ROCE_MAX_SGE = 32,        /* scatter/gather entries per WQE */
+	ROCE_MAX_RD_ATOMIC = 128, /* outstanding READ/atomic requests, either side */
+	ROCE_GRH_LEN = 40,        /* UD: the GRH area at the start of a receive buffer */
+	/* Room write_pkt needs: the longest headers, a full MTU, pad and ICRC. */
+	ROCE_PKT_MAX = ROCE_BTH_LEN + ROCE_XRCETH_LEN + ROCE_DETH_LEN + ROCE_ATOMICETH_LEN +
+		       ROCE_IMMDT_LEN + ROCE_MAX_PMTU + 3 + ROCE_ICRC_LEN,
+};
+
+/* A receive WQE taken off a receive queue or an SRQ. */
+struct roce_recv {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length; /* sum of the scatter lengths */
+	struct ibv_sge sge[ROCE_MAX_SGE];
+};
+
+/* Why a memory key did not cover an access. */
+enum roce_mem_err {
+	ROCE_MEM_OK = 0,
+	ROCE_MEM_KEY,    /* no such key, a stale key byte, or another PD's region */
+	ROCE_MEM_BOUNDS, /* the range is outside the region */
+	ROCE_MEM_ACCESS, /* the region does not grant the access */
+};
+
+/* What the owner provides. @ctx is roce_qp.ctx. Called inside roce_qp_* calls only. */
+struct roce_qp_env {
+	/*
+	 * Host address of [@addr, @addr + @len) under @key, a local key (lkey) or, with @remote,
+	 * an rkey, for an access needing the IBV_ACCESS_* bits of @access (0: local read).
+	 * The region must belong to the QP's PD. Returns NULL and sets *@err if not allowed.
+	 * @len 0 is valid and checks only the key.
+	 */
+	uint8_t *(*mem)(void *ctx, uint32_t key, bool remote, uint64_t addr, uint64_t len,
+			int access, enum roce_mem_err *err);
+	/* Take the next receive WQE (from the QP's receive queue or its SRQ). False if none. */
+	bool (*recv_take)(void *ctx, struct roce_recv *out);
+	/*
+	 * A completion for the send (@recv false) or receive queue's CQ. @solicited: the message
+	 * carried the solicited-event bit (for ibv_req_notify_cq(cq, 1)).
+	 */
+	void (*complete)(void *ctx, bool recv, const struct ibv_wc *wc, bool solicited);
+	/* An affiliated asynchronous event: COMM_EST, SQ_DRAINED, QP_REQ_ERR, QP_ACCESS_ERR. */
+	void (*event)(void *ctx, enum ibv_event_type type);
+	/*
+	 * The QP hit an error that moves it to the Error state (IBA 10.3.1): the owner sets the
+	 * state, flushes every outstanding WQE and then calls roce_qp_modify() with IBV_QPS_ERR.
+	 * The WQE that failed has already completed with its error status.
+	 */
+	void (*to_error)(void *ctx);
+};
+
+/* Where a packet goes: the destination of the QP (RC, UC) or of the WQE's address (UD). */
+struct roce_dest {
+	const struct ibv_ah_attr *ah; /* GID, source GID index, hop limit, traffic class, flow */
+};
+
+/* Requester: which WQE is being transmitted and why it waits (IBA 9.7.4). */
+enum roce_req_state {
+	ROCE_REQ_IDLE,           /* no WQE to start */
+	ROCE_REQ_SEND,           /* transmitting req.wqe from req.psn */
+	ROCE_REQ_WAIT_FENCE,     /* IBV_SEND_FENCE: earlier READ/atomics still outstanding */
+	ROCE_REQ_WAIT_RD_ATOMIC, /* max_rd_atomic READ/atomics outstanding */
+	ROCE_REQ_WAIT_WINDOW,    /* the unacknowledged window is full */
+	ROCE_REQ_WAIT_RNR,       /* an RNR NAK: retransmit when the RNR timer expires */
+	ROCE_REQ_DRAINED,        /* SQD: nothing new starts */
+	ROCE_REQ_ERROR,
+};
+
+/* Completer: the oldest unacknowledged WQE and the timers (IBA 9.7.5.1, 9.9). */
+enum roce_comp_state {
+	ROCE_COMP_IDLE,     /* nothing outstanding */
+	ROCE_COMP_WAIT_ACK, /* packets outstanding, ACK timer running */
+	ROCE_COMP_ERROR,
+};
+
+/* Responder: the message being received (IBA 9.7.5.2, C9-28..C9-31 opcode sequence). */
+enum roce_resp_state {
+	ROCE_RESP_IDLE,       /* between messages */
+	ROCE_RESP_IN_SEND,    /* after SEND FIRST/MIDDLE: MIDDLE or LAST must follow */
+	ROCE_RESP_IN_WRITE,   /* after WRITE FIRST/MIDDLE */
+	ROCE_RESP_UC_DISCARD, /* UC: a gap lost this message; drop until a FIRST or ONLY */
+	ROCE_RESP_ERROR,
+};
+
+/* A READ or atomic a responder has accepted: replayed for a duplicate (IBA 9.7.5.2.8). */
+struct roce_resp_res {
+	uint8_t type;       /* 0: free, ROCE_OP_READ_REQUEST, ROCE_OP_CMP_SWAP, ROCE_OP_FETCH_ADD */
+	uint32_t first_psn; /* the request's PSN */
+	uint32_t last_psn;  /* the last response PSN */
+	uint64_t va;        /* READ: remote address, length and key of the whole request */
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t psn;      /* READ: next response PSN to send */
+	uint32_t sent;     /* READ: bytes sent so far */
+	bool begun;        /* READ: a response of this (re)execution went out */
+	uint64_t orig;     /* atomic: the value before the operation */
+};
+
+/* Packets a QP dropped, by reason; what a HCA's hw counters show. */
+struct roce_qp_counters {
+	uint64_t rx_state;      /* QP not in a receiving state */
+	uint64_t rx_transport;  /* opcode of another transport (RC on a UD QP, ...) */
+	uint64_t rx_duplicate;  /* duplicate requests answered again */
+	uint64_t rx_out_of_seq; /* requests beyond the expected PSN (sequence NAK or UC drop) */
+	uint64_t rx_qkey;       /* UD: wrong Q_Key */
+	uint64_t rx_no_recv;    /* UD: no receive WQE (RC answers with an RNR NAK) */
+	uint64_t rx_bad_resp;   /* responses that match nothing outstanding */
+	uint64_t rnr_naks_sent;
+	uint64_t seq_naks_sent;
+	uint64_t retransmits; /* go-back-N restarts (timeout, sequence NAK, RNR) */
+	uint64_t timeouts;
+};
+
+struct roce_qp {
+	const struct roce_qp_env *env;
+	void *ctx;
+	enum ibv_qp_type type;
+	uint32_t qpn;
+	bool sq_sig_all;
+	struct roce_wq *sq; /* struct roce_send_wqe slots, owned and filled by the owner */
+	enum ibv_qp_state state;
+	struct ibv_qp_attr attr; /* as last set by roce_qp_modify() */
+	uint32_t mtu;            /* path MTU in bytes */
+	uint32_t window;         /* max PSNs outstanding before the requester waits */
+
+	struct {
+		enum roce_req_state state;
+		uint32_t wqe;       /* SQ counter of the WQE being (or next to be) sent */
+		uint32_t psn;       /* next PSN */
+		uint32_t psn_end;   /* PSN after the last ever sent (go-back-N leaves it) */
+		uint32_t offset;    /* bytes of req.wqe sent */
+		uint32_t rd_atomic; /* READ/atomic WQEs started and not completed */
+		uint32_t ackreq_psn;  /* last PSN that asked for an ACK */
+		uint64_t rnr_deadline; /* ROCE_REQ_WAIT_RNR */
+		bool drained_event;    /* SQD: SQ_DRAINED raised */
+	} req;
+
+	struct {
+		enum roce_comp_state state;
+		uint32_t psn;       /* oldest unacknowledged PSN */
+		uint8_t retry_left; /* transport retries left (retry_cnt) */
+				uint8_t rnr_left;   /* RNR retries left (rnr_retry; 7 = infinite) */
+		bool restarted;     /* resending from comp.psn (go-back-N or RNR) until progress */
+		uint64_t deadline;  /* ACK timeout, when ROCE_COMP_WAIT_ACK (0: infinite) */
+	} comp;
+
+	struct {
+		enum roce_resp_state state;
+		uint32_t psn; /* expected PSN */
+		uint32_t msn; /* messages completed, 24 bits */
+		bool comm_est;       /* COMM_EST raised */
+		bool seq_nak_sent;   /* one sequence NAK per gap (IBA 9.7.5.2.2) */
+		struct roce_recv wqe; /* the receive WQE of the SEND in progress */
+		bool have_wqe;
+		uint32_t recv_off;    /* bytes of it filled */
+		uint64_t write_va;    /* WRITE in progress: next address, bytes left, key */
+		uint32_t write_left;
+		uint32_t write_rkey;
+		uint32_t write_len;   /* its RETH length: byte_len of a WRITE with immediate */
+		/* Pending ACK/NAK: at most one, the newest (coalesced). */
+		bool ack_pending;
+		uint8_t ack_syndrome;
+		uint32_t ack_psn;
+		uint64_t ack_deadline; /* delayed ACK without AckReq (0: send at once) */
+		/* Accepted READ/atomics: slots, oldest unanswered, next free (counters). */
+		struct roce_resp_res *res;
+		uint32_t res_slots; /* max_dest_rd_atomic */
+		uint32_t res_tail;  /* first not fully answered */
+		uint32_t res_head;  /* next to use */
+	} resp;
+
+	struct roce_qp_counters counters;
+};
+
+/*
+ * Make @qp a RESET QP of @type and number @qpn whose send WQEs the owner queues on @sq.
+ * Returns 0 or ENOMEM (the responder's READ/atomic table).
+ */
+int roce_qp_init(struct roce_qp *qp, enum ibv_qp_type type, uint32_t qpn, bool sq_sig_all,
+		 struct roce_wq *sq, const struct roce_qp_env *env, void *ctx);
+
+/* Free what roce_qp_init() allocated. */
+void roce_qp_fini(struct roce_qp *qp);
+
+/*
+ * The owner's ibv_modify_qp succeeded (it validated the transition and the mask): take the
+ * attributes of @mask from @attr and enter attr->qp_state if IBV_QP_STATE is set. Entering
+ * RESET clears all protocol state; RTR arms the responder at rq_psn; RTS the requester at
+ * sq_psn; SQD stops new WQEs (SQ_DRAINED is raised once nothing is outstanding); ERR stops
+ * everything (the owner flushes the queues). In ERR, a receive WQE the responder was filling
+ * completes with IBV_WC_WR_FLUSH_ERR first.
+ */
+void roce_qp_modify(struct roce_qp *qp, const struct ibv_qp_attr *attr, int mask);
+
+/*
+ * A packet for this QP (pkt->bth.dqpn == qpn, already decoded and ICRC-verified; @ip gives its
+ * addresses, needed for a UD receive's GRH). Packets the QP cannot take are counted and dropped.
+ */
+void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const struct roce_ipudp *ip,
+		      uint64_t now);
+
+/*
+ * The next packet to transmit, written into @buf (at least ROCE_PKT_MAX bytes) as BTH ..
+ * payload, pad and 4 bytes for the ICRC, which the caller fills once it knows the IP and UDP
+ * headers. Sets @dest. Returns the length, or 0 when nothing is ready. Completions of UD and UC
+ * sends are delivered from here, as the last packet leaves.
+ */
+size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now);
+
+/* The next deadline, or UINT64_MAX if none. */
+uint64_t roce_qp_expiry(const struct roce_qp *qp);
+
+/* Act on every deadline at or before @now (retransmit, RNR retry, delayed ACK). */
+void roce_qp_handle_expiry(struct roce_qp *qp, uint64_t now);
+
+/* The local ACK timeout of attribute @timeout: 4.096 us * 2^timeout, 0 = infinite (IBA 9.7.6.1.3). */
+uint64_t roce_ack_timeout_ns(uint8_t timeout);
+
+/* The RNR NAK timer of a 5-bit code (IBA table 45: 0 = 655.36 ms, 1 = 0.01 ms, ... 31 = 491.52 ms). */
+uint64_t roce_rnr_timer_ns(uint8_t code);
+
+#endif

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the requester, responder and completer of qp.h share. Internal to transport/.
+ */
+#ifndef UROCE_TRANSPORT_QP_INT_H
+#define UROCE_TRANSPORT_QP_INT_H
+
+#include "transport/qp.h"
+
+/* Delay of an ACK nobody asked for yet (coalescing bound; AckReq packets are ACKed at once). */
+#define ROCE_ACK_DELAY_NS 20000u
+
+static inline bool roce_wqe_is_rd_atomic(const struct roce_send_wqe *wqe)
+{
+	return wqe->opcode == IBV_WR_RDMA_READ || wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline bool roce_wqe_is_atomic(const struct roce_send_wqe *wqe)
+{
+	return wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Packets (PSNs) of a message of @len bytes: at least one (IBA 9.7.1: a 0-byte message). */
+static inline uint32_t roce_npkts(uint32_t len, uint32_t mtu)
+{
+	return len ? (len + mtu - 1) / mtu : 1;
+}
+
+static inline struct roce_send_wqe *roce_sq_wqe(const struct roce_qp *qp, uint32_t counter)
+{
+	return roce_wq_slot(qp->sq, counter);
+}
+
+/* The error completion or fatal NAK already happened: stop both sides, tell the owner. */
+void roce_qp_fatal(struct roce_qp *qp);
+
+/*
+ * Copy between a linear buffer and a scatter/gather list at byte @offset of the list, through
+ * the owner's memory keys (local keys, so no remote access bits). @to_sgl writes into the list
+ * (needs IBV_ACCESS_LOCAL_WRITE). Returns ROCE_MEM_OK, or why a key refused; a list shorter
+ * than @offset + @len is ROCE_MEM_BOUNDS.
+ */
+enum roce_mem_err roce_sgl_copy(struct roce_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
+				uint32_t offset, uint8_t *buf, uint32_t len, bool to_sgl);
+
+/* Requester (requester.c). */
+size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now);
+/* Go back to PSN @psn of a started WQE (go-back-N, IBA 9.7.5.1.3). */
+void roce_req_rewind(struct roce_qp *qp, uint32_t psn);
+/* Complete the WQE at the SQ tail with @status, freeing its READ/atomic credit. */
+void roce_req_complete(struct roce_qp *qp, struct roce_send_wqe *wqe, enum ibv_wc_status status);
+
+/* Completer (completer.c). */
+void roce_comp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, uint64_t now);
+void roce_comp_timeout(struct roce_qp *qp, uint64_t now);
+/* The requester sent an RC packet that needs an ACK: start the ACK timer if it is not running. */
+void roce_comp_arm(struct roce_qp *qp, uint64_t now);
+
+/* Responder (responder.c). */
+void roce_resp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, const struct roce_ipudp *ip,
+		    uint64_t now);
+size_t roce_resp_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest);
+/* Pending responder output that goes out even in the Error state (a final NAK). */
+bool roce_resp_has_output(const struct roce_qp *qp);
+
+/*
+ * Encode @pkt's headers into @buf, then @payload_len bytes already placed after them by the
+ * caller, the pad and room for the ICRC. Returns the packet length.
+ */
+size_t roce_pkt_finish(uint8_t *buf, struct roce_pkt *pkt, size_t hdr_len);
+
+#endif

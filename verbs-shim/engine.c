@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The data path (engine.h): verbs QPs driven by the transport core (transport/qp.h) over the
+ * process's network endpoint (fabric/net.h).
+ *
+ * Three things run a QP's core, always under the QP's lock: the posting thread (kick), the
+ * progress thread for a received packet (on_recv) and for a deadline (on_timer). Each ends by
+ * draining: every packet the core has ready is sent from the calling thread, and the QP's
+ * timer is moved to the core's next deadline.
+ */
+#include "verbs-shim/engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fabric/net.h"
+#include "transport/icrc.h"
+#include "verbs-shim/async.h"
+#include "verbs-shim/cq.h"
+#include "verbs-shim/mr.h"
+#include "verbs-shim/qp.h"
+#include "verbs-shim/qpn_map.h"
+
+static struct uroce_net *net;
+static int net_err;
+static pthread_once_t net_once = PTHREAD_ONCE_INIT;
+
+/* Packets dropped before reaching a QP, by reason. */
+static struct {
+	atomic_uint_least64_t malformed;  /* roce_decode refused it */
+	atomic_uint_least64_t bad_icrc;   /* no IPv4 ID makes the ICRC match */
+	atomic_uint_least64_t no_qp;      /* DestQP not (or no longer) a QP of this process */
+	atomic_uint_least64_t unsupported; /* QP 1 (CM) and multicast: not handled yet */
+} drops;
+
+static void on_recv(void *arg, const struct uroce_rx *rx);
+
+static const struct uroce_net_ops net_ops = {
+	.recv = on_recv,
+};
+
+static void open_net(void)
+{
+	net_err = uroce_net_open(&net, &net_ops, NULL);
+}
+
+/*
+ * At exit, leave the host's rendezvous properly: a hub forwards what its port still holds for
+ * other processes before handing the port over (a UD or UC datagram lost there is gone).
+ */
+__attribute__((destructor)) static void close_net(void)
+{
+	uroce_net_close(net);
+}
+
+static struct uroce_net *uroce_engine(void)
+{
+	pthread_once(&net_once, open_net);
+	if (!net)
+		errno = net_err;
+	return net;
+}
+
+/* IP/UDP values of a packet to @ah from the QP's port (the fabric fills ports and ID). */
+static int path_of(struct uroce_qp *qp, const struct ibv_ah_attr *ah, struct roce_ipudp *f)
+{
+	union ibv_gid sgid;
+
+	if (uroce_device_gid(qp->ctx->dev, ah->grh.sgid_index, &sgid))
+		return EINVAL;
+	memset(f, 0, sizeof(*f));
+	memcpy(f->sgid, sgid.raw, 16);
+	memcpy(f->dgid, ah->grh.dgid.raw, 16);
+	f->tos = ah->grh.traffic_class;
+	f->ttl = ah->grh.hop_limit ? ah->grh.hop_limit : 64;
+	f->flow_label = ah->grh.flow_label;
+	return 0;
+}
+
+/* Arm the QP's timer for the core's next deadline if it is earlier than the armed one. */
+static void rearm(struct uroce_qp *qp)
+{
+	uint64_t t = roce_qp_expiry(&qp->core);
+
+	/* A timer that fires with nothing due re-arms itself; cancelling here could wait on a
+	 * callback that waits for this QP's lock (net.h). */
+	if (t == UINT64_MAX || (qp->timer_armed && qp->timer_deadline <= t))
+		return;
+	qp->timer_armed = true;
+	qp->timer_deadline = t;
+	uroce_timer_arm(net, &qp->timer, t);
+}
+
+/* Send everything the core has ready. qp->lock held. */
+static void drain(struct uroce_qp *qp, uint64_t now)
+{
+	uint8_t buf[ROCE_PKT_MAX];
+	struct roce_dest dest;
+	size_t len;
+
+	while ((len = roce_qp_write_pkt(&qp->core, buf, &dest, now))) {
+		struct roce_ipudp f;
+
+		/* A send error is a lost packet, which the transport recovers from (net.h). */
+		if (!path_of(qp, dest.ah, &f))
+			uroce_net_send(net, &f, buf, len);
+	}
+	rearm(qp);
+}
+
+static void on_recv(void *arg, const struct uroce_rx *rx)
+{
+	struct roce_ipudp ip = rx->ip;
+	struct roce_pkt pkt;
+	struct uroce_qp *qp;
+
+	(void)arg;
+	if (roce_decode(rx->roce, rx->len, &pkt) != ROCE_OK) {
+		atomic_fetch_add(&drops.malformed, 1);
+		return;
+	}
+	if (roce_icrc_verify(&ip, rx->roce, rx->len) == ROCE_ICRC_BAD) {
+		atomic_fetch_add(&drops.bad_icrc, 1);
+		return;
+	}
+	if (pkt.bth.dqpn == ROCE_GSI_QPN || pkt.bth.dqpn == ROCE_MCAST_QPN) {
+		atomic_fetch_add(&drops.unsupported, 1);
+		return;
+	}
+	uroce_qpn_map_read_lock();
+	qp = uroce_qpn_map_find(pkt.bth.dqpn);
+	if (!qp) {
+		uroce_qpn_map_read_unlock();
+		atomic_fetch_add(&drops.no_qp, 1);
+		return;
+	}
+	pthread_mutex_lock(&qp->lock);
+	roce_qp_read_pkt(&qp->core, &pkt, &ip, rx->now);
+	drain(qp, rx->now);
+	pthread_mutex_unlock(&qp->lock);
+	uroce_qpn_map_read_unlock();
+}
+
+static void on_timer(struct uroce_timer *t, uint64_t now)
+{
+	struct uroce_qp *qp = uroce_container_of(t, struct uroce_qp, timer);
+
+	pthread_mutex_lock(&qp->lock);
+	qp->timer_armed = false;
+	roce_qp_handle_expiry(&qp->core, now);
+	drain(qp, now);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+/* The transport core's view of the QP's objects (transport/qp.h). */
+
+static uint8_t *env_mem(void *ctx, uint32_t key, bool remote, uint64_t addr, uint64_t len,
+			int access, enum roce_mem_err *err)
+{
+	struct uroce_qp *qp = ctx;
+	struct uroce_mr *mr = uroce_mr_lookup(key);
+
+	(void)remote; /* one key serves as lkey and rkey */
+	if (!mr || mr->pd != qp->pd) {
+		*err = ROCE_MEM_KEY;
+		return NULL;
+	}
+	if (addr < mr->iova || len > mr->mr.length || addr - mr->iova > mr->mr.length - len) {
+		*err = ROCE_MEM_BOUNDS;
+		return NULL;
+	}
+	if ((mr->access & access) != access) {
+		*err = ROCE_MEM_ACCESS;
+		return NULL;
+	}
+	return (uint8_t *)mr->mr.addr + (addr - mr->iova);
+}
+
+static void copy_recv(struct roce_recv *out, const struct roce_recv_wqe *wqe)
+{
+	out->wr_id = wqe->wr_id;
+	out->num_sge = wqe->num_sge;
+	out->length = wqe->length;
+	memcpy(out->sge, wqe->sge, wqe->num_sge * sizeof(wqe->sge[0]));
+}
+
+static bool env_recv_take(void *ctx, struct roce_recv *out)
+{
+	struct uroce_qp *qp = ctx;
+	struct uroce_srq *srq = qp->srq;
+	bool limit = false;
+
+	if (!srq) {
+		if (!roce_wq_used(&qp->rq))
+			return false;
+		copy_recv(out, roce_wq_slot(&qp->rq, qp->rq.tail++));
+		return true;
+	}
+	pthread_mutex_lock(&srq->lock);
+	if (!roce_wq_used(&srq->rq)) {
+		pthread_mutex_unlock(&srq->lock);
+		return false;
+	}
+	copy_recv(out, roce_wq_slot(&srq->rq, srq->rq.tail++));
+	/* ibv_modify_srq(3): an armed SRQ fires once when fewer than srq_limit WQEs remain. */
+	if (srq->limit && roce_wq_used(&srq->rq) < srq->limit) {
+		srq->limit = 0;
+		limit = true;
+	}
+	pthread_mutex_unlock(&srq->lock);
+	if (limit)
+		uroce_async_event(qp->ctx, IBV_EVENT_SRQ_LIMIT_REACHED, &srq->srq);
+	return true;
+}
+
+static void env_complete(void *ctx, bool recv, const struct ibv_wc *wc, bool solicited)
+{
+	struct uroce_qp *qp = ctx;
+
+	uroce_cq_push(recv ? qp->recv_cq : qp->send_cq, wc, solicited);
+}
+
+static void env_event(void *ctx, enum ibv_event_type type)
+{
+	struct uroce_qp *qp = ctx;
+
+	uroce_async_event(qp->ctx, type, &qp->qpx.qp_base);
+}
+
+static void env_to_error(void *ctx)
+{
+	struct uroce_qp *qp = ctx;
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+
+	roce_qp_modify(&qp->core, &attr, IBV_QP_STATE);
+	uroce_qp_to_error(qp);
+}
+
+static const struct roce_qp_env qp_env = {
+	.mem = env_mem,
+	.recv_take = env_recv_take,
+	.complete = env_complete,
+	.event = env_event,
+	.to_error = env_to_error,
+};
+
+int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *qpn)
+{
+	struct uroce_port_state port;
+	struct ibv_qp_attr mtu;
+	int err;
+
+	if (!uroce_engine())
+		return errno;
+	err = uroce_net_alloc_qpn(net, qpn);
+	if (err)
+		return err;
+	err = roce_qp_init(&qp->core, type, *qpn, qp->sq_sig_all, &qp->sq, &qp_env, qp);
+	if (!err)
+		err = uroce_qpn_map_add(*qpn, qp);
+	if (err) {
+		roce_qp_fini(&qp->core);
+		uroce_net_free_qpn(net, *qpn);
+		return err;
+	}
+	/* UD messages are bounded by the port's MTU (IBA 9.8.1); RC and UC set a path MTU. */
+	uroce_device_port(qp->ctx->dev, &port);
+	mtu.path_mtu = uroce_active_mtu(port.ifmtu);
+	roce_qp_modify(&qp->core, &mtu, IBV_QP_PATH_MTU);
+	qp->timer.fire = on_timer;
+	return 0;
+}
+
+void uroce_qp_kick(struct uroce_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	drain(qp, uroce_now());
+	pthread_mutex_unlock(&qp->lock);
+}
+
+void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int attr_mask)
+{
+	roce_qp_modify(&qp->core, attr, attr_mask);
+}
+
+void uroce_qp_destroying(struct uroce_qp *qp)
+{
+	uint32_t qpn = qp->qpx.qp_base.qp_num;
+
+	uroce_qpn_map_remove(qpn); /* waits for a packet being handled */
+	uroce_timer_cancel(net, &qp->timer);
+	roce_qp_fini(&qp->core);
+	uroce_net_free_qpn(net, qpn);
+}
