@@ -1,7 +1,26 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, and run the demo.
+# The main job: install what is missing, build, and run the demo: two processes -- rdma-core's
+# unmodified ibv_rc_pingpong, server and client -- talking RoCEv2 over uroce on loopback, the
+# server's traffic captured to build/uroce-pingpong.pcap. Then uroce-demo writes a reference
+# conversation of every packet kind to build/uroce-demo.pcap.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
 "$top/scripts/build.sh" release
+run=$top/build/release/bin/uroce-run
+pcap=$top/build/uroce-pingpong.pcap
+args=(-d uroce_lo -g 0 -n 100 -s 4096 -m 1024 -c -p 18515)
+
+echo "== ibv_rc_pingpong server and client over uroce (capture: $pcap)"
+UROCE_PCAP=$pcap timeout 60 "$run" ibv_rc_pingpong "${args[@]}" &
+server=$!
+for ((i = 0; i < 100; i++)); do
+	ss -Hltn "sport = :18515" | grep -q . && break
+	sleep 0.05
+done
+timeout 60 "$run" ibv_rc_pingpong "${args[@]}" 127.0.0.1
+wait "$server"
+echo "== the capture, as tshark decodes it (first frames)"
+tshark --disable-heuristic rpcrdma_infiniband -r "$pcap" | head -12
+echo "== reference frames"
 exec "$top/build/release/bin/uroce-demo" --pcap "$top/build/uroce-demo.pcap"

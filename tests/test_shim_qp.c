@@ -125,7 +125,8 @@ Test(shim_qp, create_and_layout)
 	struct ibv_qp *qp = create(IBV_QPT_RC);
 	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
 
-	cr_assert(qp->qp_num > 1 && qp->qp_num < 0xffffff, "QPN %#x is not an ordinary QP number", qp->qp_num);
+	cr_assert(qp->qp_num > 1 && qp->qp_num < 0xffffff, "QPN %#x is not an ordinary QP number",
+		  qp->qp_num);
 	cr_assert_eq(qp->state, IBV_QPS_RESET);
 	cr_assert_eq(qp->qp_type, IBV_QPT_RC);
 	cr_assert_eq(qp->send_cq, scq);

@@ -157,7 +157,7 @@ static void read_resp(struct roce_qp *qp, struct roce_send_wqe *wqe, const struc
 	}
 	if (psn != qp->comp.psn) {
 		/* A response before it went missing: fetch the rest again. */
-				if (roce_psn_cmp(psn, qp->comp.psn) > 0)
+		if (roce_psn_cmp(psn, qp->comp.psn) > 0)
 			retry(qp, now, false);
 		else
 			qp->counters.rx_duplicate++;
@@ -228,7 +228,7 @@ void roce_comp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, uint64_t now
 			 * The packet acknowledges past this WQE. A READ or atomic there whose
 			 * response never came must be asked again (IBA 9.7.5.1.3).
 			 */
-						if (roce_wqe_is_rd_atomic(wqe)) {
+			if (roce_wqe_is_rd_atomic(wqe)) {
 				retry(qp, now, false);
 				return;
 			}
@@ -252,7 +252,8 @@ void roce_comp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, uint64_t now
 				return;
 			}
 			if (!acked_to(qp, roce_psn_add(psn, 1))) {
-				qp->counters.rx_duplicate++; /* nothing new: a late or repeated ACK */
+				qp->counters
+					.rx_duplicate++; /* nothing new: a late or repeated ACK */
 				return;
 			}
 			if (psn == wqe->last_psn)

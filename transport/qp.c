@@ -48,9 +48,9 @@ uint64_t roce_rnr_timer_ns(uint8_t code)
 {
 	/* IBA table 45 (9.7.5.2.8), in units of 10 ns. */
 	static const uint32_t tens_ns[32] = {
-		65536000, 1000,	   2000,    3000,    4000,    6000,    8000,    12000,
-		16000,	  24000,   32000,   48000,   64000,   96000,   128000,  192000,
-		256000,	  384000,  512000,  768000,  1024000, 1536000, 2048000, 3072000,
+		65536000, 1000,    2000,    3000,     4000,     6000,     8000,     12000,
+		16000,    24000,   32000,   48000,    64000,    96000,    128000,   192000,
+		256000,   384000,  512000,  768000,   1024000,  1536000,  2048000,  3072000,
 		4096000,  6144000, 8192000, 12288000, 16384000, 24576000, 32768000, 49152000,
 	};
 	return (uint64_t)tens_ns[code & 31] * 10;
@@ -287,7 +287,8 @@ enum roce_mem_err roce_sgl_copy(struct roce_qp *qp, const struct ibv_sge *sge, u
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		p = qp->env->mem(qp->ctx, sge[i].lkey, false, sge[i].addr + offset, n, access, &err);
+		p = qp->env->mem(qp->ctx, sge[i].lkey, false, sge[i].addr + offset, n, access,
+				 &err);
 		if (!p)
 			return err;
 		if (to_sgl)

@@ -124,10 +124,10 @@ struct roce_resp_res {
 	uint64_t va;        /* READ: remote address, length and key of the whole request */
 	uint32_t rkey;
 	uint32_t len;
-	uint32_t psn;      /* READ: next response PSN to send */
-	uint32_t sent;     /* READ: bytes sent so far */
-	bool begun;        /* READ: a response of this (re)execution went out */
-	uint64_t orig;     /* atomic: the value before the operation */
+	uint32_t psn;  /* READ: next response PSN to send */
+	uint32_t sent; /* READ: bytes sent so far */
+	bool begun;    /* READ: a response of this (re)execution went out */
+	uint64_t orig; /* atomic: the value before the operation */
 };
 
 /* Packets a QP dropped, by reason; what a HCA's hw counters show. */
@@ -159,12 +159,12 @@ struct roce_qp {
 
 	struct {
 		enum roce_req_state state;
-		uint32_t wqe;       /* SQ counter of the WQE being (or next to be) sent */
-		uint32_t psn;       /* next PSN */
-		uint32_t psn_end;   /* PSN after the last ever sent (go-back-N leaves it) */
-		uint32_t offset;    /* bytes of req.wqe sent */
-		uint32_t rd_atomic; /* READ/atomic WQEs started and not completed */
-		uint32_t ackreq_psn;  /* last PSN that asked for an ACK */
+		uint32_t wqe;          /* SQ counter of the WQE being (or next to be) sent */
+		uint32_t psn;          /* next PSN */
+		uint32_t psn_end;      /* PSN after the last ever sent (go-back-N leaves it) */
+		uint32_t offset;       /* bytes of req.wqe sent */
+		uint32_t rd_atomic;    /* READ/atomic WQEs started and not completed */
+		uint32_t ackreq_psn;   /* last PSN that asked for an ACK */
 		uint64_t rnr_deadline; /* ROCE_REQ_WAIT_RNR */
 		bool drained_event;    /* SQD: SQ_DRAINED raised */
 	} req;
@@ -173,24 +173,24 @@ struct roce_qp {
 		enum roce_comp_state state;
 		uint32_t psn;       /* oldest unacknowledged PSN */
 		uint8_t retry_left; /* transport retries left (retry_cnt) */
-				uint8_t rnr_left;   /* RNR retries left (rnr_retry; 7 = infinite) */
+		uint8_t rnr_left;   /* RNR retries left (rnr_retry; 7 = infinite) */
 		bool restarted;     /* resending from comp.psn (go-back-N or RNR) until progress */
 		uint64_t deadline;  /* ACK timeout, when ROCE_COMP_WAIT_ACK (0: infinite) */
 	} comp;
 
 	struct {
 		enum roce_resp_state state;
-		uint32_t psn; /* expected PSN */
-		uint32_t msn; /* messages completed, 24 bits */
-		bool comm_est;       /* COMM_EST raised */
-		bool seq_nak_sent;   /* one sequence NAK per gap (IBA 9.7.5.2.2) */
+		uint32_t psn;         /* expected PSN */
+		uint32_t msn;         /* messages completed, 24 bits */
+		bool comm_est;        /* COMM_EST raised */
+		bool seq_nak_sent;    /* one sequence NAK per gap (IBA 9.7.5.2.2) */
 		struct roce_recv wqe; /* the receive WQE of the SEND in progress */
 		bool have_wqe;
-		uint32_t recv_off;    /* bytes of it filled */
-		uint64_t write_va;    /* WRITE in progress: next address, bytes left, key */
+		uint32_t recv_off; /* bytes of it filled */
+		uint64_t write_va; /* WRITE in progress: next address, bytes left, key */
 		uint32_t write_left;
 		uint32_t write_rkey;
-		uint32_t write_len;   /* its RETH length: byte_len of a WRITE with immediate */
+		uint32_t write_len; /* its RETH length: byte_len of a WRITE with immediate */
 		/* Pending ACK/NAK: at most one, the newest (coalesced). */
 		bool ack_pending;
 		uint8_t ack_syndrome;
@@ -247,10 +247,12 @@ uint64_t roce_qp_expiry(const struct roce_qp *qp);
 /* Act on every deadline at or before @now (retransmit, RNR retry, delayed ACK). */
 void roce_qp_handle_expiry(struct roce_qp *qp, uint64_t now);
 
-/* The local ACK timeout of attribute @timeout: 4.096 us * 2^timeout, 0 = infinite (IBA 9.7.6.1.3). */
+/* The local ACK timeout of attribute @timeout: 4.096 us * 2^timeout, 0 = infinite (IBA 9.7.6.1.3).
+ */
 uint64_t roce_ack_timeout_ns(uint8_t timeout);
 
-/* The RNR NAK timer of a 5-bit code (IBA table 45: 0 = 655.36 ms, 1 = 0.01 ms, ... 31 = 491.52 ms). */
+/* The RNR NAK timer of a 5-bit code (IBA table 45: 0 = 655.36 ms, 1 = 0.01 ms, ... 31 = 491.52 ms).
+ */
 uint64_t roce_rnr_timer_ns(uint8_t code);
 
 #endif

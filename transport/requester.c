@@ -12,8 +12,9 @@
 static uint8_t opcode_of(const struct roce_qp *qp, const struct roce_send_wqe *wqe, bool first,
 			 bool last)
 {
-	uint8_t tr = qp->type == IBV_QPT_UD ? ROCE_TR_UD : qp->type == IBV_QPT_UC ? ROCE_TR_UC
-										    : ROCE_TR_RC;
+	uint8_t tr = qp->type == IBV_QPT_UD   ? ROCE_TR_UD
+		     : qp->type == IBV_QPT_UC ? ROCE_TR_UC
+					      : ROCE_TR_RC;
 	bool imm = wqe->opcode == IBV_WR_SEND_WITH_IMM || wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	uint8_t op;
 
@@ -158,7 +159,7 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 	uint32_t off = qp->req.offset;
 	uint32_t left = wqe->length - off;
 	bool first = off == 0;
-	struct roce_pkt pkt = { 0 };
+	struct roce_pkt pkt = {0};
 	const struct roce_opcode_info *info;
 	bool last;
 
@@ -204,8 +205,8 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 	pkt.imm_be = wqe->imm_data;
 	if (qp->type == IBV_QPT_UD) {
 		/* IBA 10.2.5: a Q_Key with the high bit set means "use the QP's own". */
-		pkt.deth.qkey = (wqe->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey
-								     : wqe->ud.remote_qkey;
+		pkt.deth.qkey =
+			(wqe->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wqe->ud.remote_qkey;
 		pkt.deth.src_qpn = qp->qpn;
 		pkt.bth.dqpn = wqe->ud.remote_qpn;
 	} else {
@@ -213,7 +214,8 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 	}
 	/* Ask for an ACK at the end of each message and every half window (IBA 9.7.2). */
 	if (qp->type == IBV_QPT_RC &&
-	    (last || roce_psn_cmp(qp->req.psn, roce_psn_add(qp->req.ackreq_psn, qp->window / 2)) >= 0)) {
+	    (last ||
+	     roce_psn_cmp(qp->req.psn, roce_psn_add(qp->req.ackreq_psn, qp->window / 2)) >= 0)) {
 		pkt.bth.ack_req = true;
 		qp->req.ackreq_psn = qp->req.psn;
 	}
@@ -257,9 +259,10 @@ size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, 
 			return fail_wqe(qp, wqe, st);
 		wqe->started = true;
 		wqe->first_psn = qp->req.psn;
-		wqe->last_psn = qp->type == IBV_QPT_RC && roce_wqe_is_atomic(wqe)
-					? qp->req.psn
-					: roce_psn_add(qp->req.psn, roce_npkts(wqe->length, qp->mtu) - 1);
+		wqe->last_psn =
+			qp->type == IBV_QPT_RC && roce_wqe_is_atomic(wqe)
+				? qp->req.psn
+				: roce_psn_add(qp->req.psn, roce_npkts(wqe->length, qp->mtu) - 1);
 	}
 	if (qp->type == IBV_QPT_RC &&
 	    roce_psn_cmp(qp->req.psn, roce_psn_add(qp->comp.psn, qp->window)) >= 0) {
@@ -305,9 +308,10 @@ void roce_req_rewind(struct roce_qp *qp, uint32_t psn)
 
 			qp->req.wqe = i;
 			qp->req.psn = roce_psn_cmp(psn, wqe->first_psn) < 0 ? wqe->first_psn : psn;
-			qp->req.offset = roce_wqe_is_atomic(wqe) || roce_psn_cmp(psn, wqe->first_psn) < 0
-						 ? 0
-						 : k * qp->mtu;
+			qp->req.offset =
+				roce_wqe_is_atomic(wqe) || roce_psn_cmp(psn, wqe->first_psn) < 0
+					? 0
+					: k * qp->mtu;
 			qp->req.rd_atomic = rd_atomic;
 			qp->req.ackreq_psn = qp->req.psn;
 			qp->counters.retransmits++;

@@ -246,8 +246,9 @@ static enum resp_step check_length(struct roce_qp *qp, struct resp_ctx *c)
 
 static enum resp_step check_resource(struct roce_qp *qp, struct resp_ctx *c)
 {
-	bool needs_wqe = (c->flags & ROCE_OPF_SEND) ||
-			 ((c->flags & ROCE_OPF_IMM) && (c->flags & (ROCE_OPF_LAST | ROCE_OPF_ONLY)));
+	bool needs_wqe =
+		(c->flags & ROCE_OPF_SEND) ||
+		((c->flags & ROCE_OPF_IMM) && (c->flags & (ROCE_OPF_LAST | ROCE_OPF_ONLY)));
 
 	if (c->flags & (ROCE_OPF_READ | ROCE_OPF_ATOMIC)) {
 		/* More outstanding than max_dest_rd_atomic (IBA 9.7.5.2): invalid request. */
@@ -360,7 +361,8 @@ static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 				return RESP_ERR_LENGTH;
 			/* The UDP payload: headers, payload, pad and ICRC. */
 			make_grh(grh, c->ip,
-				 (size_t)pkt->info->hdr_len + len + roce_pad_len(len) + ROCE_ICRC_LEN);
+				 (size_t)pkt->info->hdr_len + len + roce_pad_len(len) +
+					 ROCE_ICRC_LEN);
 			if (roce_sgl_copy(qp, qp->resp.wqe.sge, qp->resp.wqe.num_sge, 0, grh,
 					  ROCE_GRH_LEN, true) != ROCE_MEM_OK)
 				return RESP_ERR_LENGTH;
@@ -410,19 +412,20 @@ static enum resp_step complete(struct roce_qp *qp, struct resp_ctx *c)
 	bool ends = c->flags & (ROCE_OPF_LAST | ROCE_OPF_ONLY);
 
 	if (c->flags & (ROCE_OPF_READ | ROCE_OPF_ATOMIC)) {
-		struct roce_resp_res *r = &qp->resp.res[(qp->resp.res_head - 1) % qp->resp.res_slots];
+		struct roce_resp_res *r =
+			&qp->resp.res[(qp->resp.res_head - 1) % qp->resp.res_slots];
 
 		qp->resp.psn = roce_psn_add(r->last_psn, 1);
 		qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
 		/* The responses acknowledge everything before: drop an older pending ACK. */
-		if (qp->resp.ack_pending &&
-		    roce_aeth_class(qp->resp.ack_syndrome) == ROCE_AETH_ACK)
+		if (qp->resp.ack_pending && roce_aeth_class(qp->resp.ack_syndrome) == ROCE_AETH_ACK)
 			qp->resp.ack_pending = false;
 		return RESP_DONE;
 	}
 	qp->resp.psn = roce_psn_add(pkt->bth.psn, 1);
 	if (!ends) {
-		qp->resp.state = (c->flags & ROCE_OPF_SEND) ? ROCE_RESP_IN_SEND : ROCE_RESP_IN_WRITE;
+		qp->resp.state =
+			(c->flags & ROCE_OPF_SEND) ? ROCE_RESP_IN_SEND : ROCE_RESP_IN_WRITE;
 		return RESP_ACKNOWLEDGE;
 	}
 	qp->resp.state = ROCE_RESP_IDLE;
@@ -549,7 +552,7 @@ bool roce_resp_has_output(const struct roce_qp *qp)
 static size_t answer(struct roce_qp *qp, uint8_t *buf)
 {
 	struct roce_resp_res *r = &qp->resp.res[qp->resp.res_tail % qp->resp.res_slots];
-	struct roce_pkt pkt = { 0 };
+	struct roce_pkt pkt = {0};
 	const struct roce_opcode_info *info;
 
 	pkt.bth.pkey = ROCE_DEFAULT_PKEY;
@@ -569,9 +572,9 @@ static size_t answer(struct roce_qp *qp, uint8_t *buf)
 	bool last = n == left;
 
 	pkt.bth.opcode = ROCE_TR_RC | (first && last ? ROCE_OP_READ_RESP_ONLY
-				       : first	    ? ROCE_OP_READ_RESP_FIRST
-				       : last	    ? ROCE_OP_READ_RESP_LAST
-						    : ROCE_OP_READ_RESP_MIDDLE);
+				       : first       ? ROCE_OP_READ_RESP_FIRST
+				       : last        ? ROCE_OP_READ_RESP_LAST
+						     : ROCE_OP_READ_RESP_MIDDLE);
 	info = roce_opcode(pkt.bth.opcode);
 	if (n) {
 		enum roce_mem_err err;
@@ -601,7 +604,7 @@ static size_t answer(struct roce_qp *qp, uint8_t *buf)
 
 size_t roce_resp_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest)
 {
-	struct roce_pkt pkt = { 0 };
+	struct roce_pkt pkt = {0};
 
 	dest->ah = &qp->attr.ah_attr;
 	if (qp->resp.res_tail != qp->resp.res_head && qp->state != IBV_QPS_ERR) {

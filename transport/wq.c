@@ -37,7 +37,7 @@ size_t roce_recv_wqe_size(uint32_t max_sge)
 }
 
 int roce_wq_post_recv(struct roce_wq *wq, uint32_t max_sge, struct ibv_recv_wr *wr,
-		       struct ibv_recv_wr **bad, unsigned *posted)
+		      struct ibv_recv_wr **bad, unsigned *posted)
 {
 	for (; wr; wr = wr->next) {
 		struct roce_recv_wqe *wqe;

@@ -30,9 +30,9 @@ static pthread_once_t net_once = PTHREAD_ONCE_INIT;
 
 /* Packets dropped before reaching a QP, by reason. */
 static struct {
-	atomic_uint_least64_t malformed;  /* roce_decode refused it */
-	atomic_uint_least64_t bad_icrc;   /* no IPv4 ID makes the ICRC match */
-	atomic_uint_least64_t no_qp;      /* DestQP not (or no longer) a QP of this process */
+	atomic_uint_least64_t malformed;   /* roce_decode refused it */
+	atomic_uint_least64_t bad_icrc;    /* no IPv4 ID makes the ICRC match */
+	atomic_uint_least64_t no_qp;       /* DestQP not (or no longer) a QP of this process */
 	atomic_uint_least64_t unsupported; /* QP 1 (CM) and multicast: not handled yet */
 } drops;
 

@@ -23,8 +23,8 @@
 struct uroce_qp;
 
 /*
- * Give a new QP (qp->ctx, qp->sq and qp->sq_sig_all set) its number and transport core, starting the
- * process's engine on first use. Returns 0 and sets *@qpn, or an errno: that of starting the
+ * Give a new QP (qp->ctx, qp->sq and qp->sq_sig_all set) its number and transport core, starting
+ * the process's engine on first use. Returns 0 and sets *@qpn, or an errno: that of starting the
  * engine (uroce_net_open), ENOSPC (no QP number left), ENOMEM.
  */
 int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *qpn);

@@ -113,12 +113,12 @@ struct uroce_qp {
 	struct ibv_qp_attr attr;
 	bool sq_sig_all;
 	uint64_t send_ops_flags; /* IBV_QP_EX_WITH_*, for the wr_* interface */
-	struct roce_wq sq;      /* struct roce_send_wqe slots */
-	struct roce_wq rq;      /* struct roce_recv_wqe slots (unused with an SRQ) */
+	struct roce_wq sq;       /* struct roce_send_wqe slots */
+	struct roce_wq rq;       /* struct roce_recv_wqe slots (unused with an SRQ) */
 	/* wr_start ... wr_complete: WQEs built since wr_start, and the first error seen */
 	uint32_t wr_head;
 	int wr_err;
-	struct roce_qp core;     /* the transport's state of this QP, under lock */
+	struct roce_qp core;      /* the transport's state of this QP, under lock */
 	struct uroce_timer timer; /* fires at the core's next deadline */
 	bool timer_armed;         /* under lock: the timer is armed for timer_deadline */
 	uint64_t timer_deadline;

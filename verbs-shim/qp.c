@@ -114,7 +114,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 		return NULL;
 	}
 	if (roce_wq_init(&qp->sq, cap->max_send_wr,
-			  roce_send_wqe_size(cap->max_send_sge, cap->max_inline_data)) ||
+			 roce_send_wqe_size(cap->max_send_sge, cap->max_inline_data)) ||
 	    roce_wq_init(&qp->rq, cap->max_recv_wr, roce_recv_wqe_size(cap->max_recv_sge))) {
 		qp_free(qp);
 		errno = ENOMEM;
