@@ -54,23 +54,6 @@ static uint8_t opcode_of(const struct roce_qp *qp, const struct roce_send_wqe *w
 	return tr | op;
 }
 
-static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
 void roce_req_complete(struct roce_qp *qp, struct roce_send_wqe *wqe, enum ibv_wc_status status)
 {
 	/* Errors always complete; successes only when signalled (IBA 10.8.3.1). */
@@ -95,7 +78,7 @@ void roce_req_complete(struct roce_qp *qp, struct roce_send_wqe *wqe, enum ibv_w
 		struct ibv_wc wc = {
 			.wr_id = wqe->wr_id,
 			.status = status,
-			.opcode = wc_opcode(wqe->opcode),
+			.opcode = roce_wc_opcode(wqe->opcode),
 			.byte_len = wqe->length,
 			.qp_num = qp->qpn,
 		};

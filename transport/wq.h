@@ -88,6 +88,9 @@ static inline struct ibv_sge *roce_send_wqe_sge(struct roce_send_wqe *wqe)
 	return (struct ibv_sge *)wqe->data;
 }
 
+/* The ibv_wc_opcode that completes a send WQE of @opcode. */
+enum ibv_wc_opcode roce_wc_opcode(enum ibv_wr_opcode opcode);
+
 /* Bytes of a send slot for a QP with these capabilities. */
 size_t roce_send_wqe_size(uint32_t max_sge, uint32_t max_inline);
 /* Bytes of a receive slot. */

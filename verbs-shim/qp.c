@@ -258,23 +258,6 @@ UROCE_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcod
 	return 0;
 }
 
-enum ibv_wc_opcode uroce_wc_opcode(enum ibv_wr_opcode opcode)
-{
-	switch (opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
 void uroce_qp_flush_sq(struct uroce_qp *qp)
 {
 	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR, .qp_num = qp->qpx.qp_base.qp_num};
@@ -283,7 +266,7 @@ void uroce_qp_flush_sq(struct uroce_qp *qp)
 		const struct roce_send_wqe *wqe = roce_wq_slot(&qp->sq, qp->sq.tail);
 
 		wc.wr_id = wqe->wr_id;
-		wc.opcode = uroce_wc_opcode(wqe->opcode);
+		wc.opcode = roce_wc_opcode(wqe->opcode);
 		uroce_cq_push(qp->send_cq, &wc, false);
 	}
 }

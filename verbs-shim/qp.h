@@ -24,7 +24,4 @@ void uroce_qp_flush_rq(struct uroce_qp *qp);
  */
 void uroce_qp_to_error(struct uroce_qp *qp);
 
-/* The ibv_wc_opcode that completes a send WQE of OPCODE. */
-enum ibv_wc_opcode uroce_wc_opcode(enum ibv_wr_opcode opcode);
-
 #endif
