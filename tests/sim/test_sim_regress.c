@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Regression tests: one small deterministic scenario for each transport bug the scenario
+ * families found, so each stays fixed whatever the families' seeds do.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tests/sim/pair.h"
+
+static struct sim_pair p;
+
+static void teardown(void)
+{
+	sim_pair_fini(&p);
+}
+
+TestSuite(sim_regress, .fini = teardown);
+
+static void run_idle(void)
+{
+	cr_assert_eq(sim_run(p.s, UINT64_MAX), SIM_IDLE, "%s", p.s->fail);
+}
+
+/* Lose the second READ response packet once. */
+static uint32_t read_resp_seen;
+
+static bool lose_second_read_resp(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	uint8_t op = pkt->bth.opcode & 0x1F;
+
+	(void)arg;
+	(void)from;
+	if (op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_READ_RESP_ONLY)
+		return ++read_resp_seen != 2;
+	return true;
+}
+
+/*
+ * One lost READ response: the eight responses behind it are out of sequence, but they are of
+ * the stream the restart replaces and must not each burn a retry (retry_cnt 1 would run out).
+ */
+Test(sim_regress, read_response_loss_costs_one_retry)
+{
+	struct sim_conn c = sim_conn_default();
+	struct ibv_wc wc;
+
+	c.retry_cnt = 1;
+	c.mtu = IBV_MTU_256;
+	read_resp_seen = 0;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 1, 1 << 16);
+	p.s->filter = lose_second_read_resp;
+	sim_fill(p.bbuf, 10 * 256, 7);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_READ, p.abuf, 10 * 256, p.akey, (uintptr_t)p.bbuf,
+			      p.bkey, IBV_SEND_SIGNALED),
+		     0);
+	run_idle();
+	wc = sim_expect_wc(p.a_scq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "status %d", wc.status);
+	cr_assert_eq(memcmp(p.abuf, p.bbuf, 10 * 256), 0);
+	cr_assert_eq(p.a->core.counters.retransmits, 1);
+}
+
+/*
+ * RNR on the last packet of a multi-packet WRITE with immediate, more packets behind it: the
+ * sequence NAKs those provoke must not count as progress, or rnr_retry never runs out.
+ */
+Test(sim_regress, rnr_retry_runs_out_with_packets_behind)
+{
+	struct sim_conn c = sim_conn_default();
+	struct ibv_wc wc;
+
+	c.rnr_retry = 2;
+	c.min_rnr_timer = 1;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 2, 1 << 16);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_WRITE_WITH_IMM, p.abuf, 3000, p.akey,
+			      (uintptr_t)p.bbuf, p.bkey, 0),
+		     0);
+	cr_assert_eq(sim_send(p.a, 2, IBV_WR_RDMA_WRITE, p.abuf, 3000, p.akey,
+			      (uintptr_t)p.bbuf + 4096, p.bkey, 0),
+		     0);
+	cr_assert_eq(sim_run_for(p.s, 1000000000), SIM_IDLE, "%s", p.s->fail ? p.s->fail : "hang");
+	wc = sim_expect_wc(p.a_scq);
+	cr_assert_eq(wc.wr_id, 1);
+	cr_assert_eq(wc.status, IBV_WC_RNR_RETRY_EXC_ERR, "status %d", wc.status);
+	cr_assert_eq(p.b->core.counters.rnr_naks_sent, 3);
+}
+
+/* An RNR NAK that arrives while the RNR timer runs answers an older copy: no retry spent. */
+Test(sim_regress, duplicate_rnr_nak_spends_no_retry)
+{
+	struct sim_wire_cfg w = {.delay_ns = 2000, .dup_ppm = 1000000, .reorder_ns = 1};
+	struct sim_conn c = sim_conn_default();
+
+	c.rnr_retry = 1;
+	c.min_rnr_timer = 5; /* 60 us */
+	sim_pair_init(&p, IBV_QPT_RC, &c, &w, 3, 1 << 16);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_SEND, p.abuf, 100, p.akey, 0, 0, IBV_SEND_SIGNALED),
+		     0);
+	/* Every packet arrives twice: the first try draws two RNR NAKs, one spends a retry. */
+	cr_assert_eq(sim_run_for(p.s, 40000), SIM_TIME);
+	cr_assert_eq(sim_recv(p.b, 9, p.bbuf, 4096, p.bkey), 0);
+	run_idle();
+	cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_SUCCESS);
+	cr_assert_eq(sim_expect_wc(p.b_rcq).status, IBV_WC_SUCCESS);
+	cr_assert_eq(sim_pending(p.b_rcq), 0, "the duplicate SEND is not received twice");
+}
+
+/*
+ * A peer QP reset and reconnected with new PSNs ACKs the old stream's packets as duplicates of
+ * its own PSN space. Those ACKs name PSNs the requester never sent: they retire nothing, and
+ * the requester fails by retry exhaustion instead of reporting WRITEs that never landed.
+ */
+Test(sim_regress, ghost_acks_retire_nothing)
+{
+	struct sim_conn c = sim_conn_default();
+	struct ibv_wc wc;
+
+	c.timeout = 8;
+	c.retry_cnt = 2;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 4, 1 << 16);
+	/* b now expects PSNs far behind what a sends: a's packets look like duplicates. */
+	sim_connect_one(p.b, p.a, &c, 5000, roce_psn_add(c.psn_a, 1u << 22));
+	sim_fill(p.abuf, 2000, 3);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_WRITE, p.abuf, 2000, p.akey, (uintptr_t)p.bbuf,
+			      p.bkey, IBV_SEND_SIGNALED),
+		     0);
+	run_idle();
+	wc = sim_expect_wc(p.a_scq);
+	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "status %d", wc.status);
+	cr_assert_eq(p.bbuf[0], 0, "nothing was written");
+	cr_assert_gt(p.a->core.counters.rx_bad_resp, 0);
+}
+
+/* Hold the first copy of the first SEND back 500 us. */
+static uint32_t sends_seen;
+
+static uint64_t hold_first_send(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	(void)arg;
+	(void)from;
+	return (pkt->bth.opcode & 0x1F) == ROCE_OP_SEND_ONLY && ++sends_seen == 1 ? 500000 : 0;
+}
+
+/*
+ * The requester goes back to a SEND for an RNR NAK; while it waits out the RNR timer, an older
+ * copy of the SEND is accepted and ACKed, which retires the SEND. The WRITEs posted next must
+ * take new PSNs: reusing the SEND's would have them "acknowledged" as duplicates, never written.
+ */
+Test(sim_regress, stale_rnr_wait_never_reuses_psns)
+{
+	struct sim_conn c = sim_conn_default();
+
+	c.timeout = 5;        /* 131 us: the retransmission draws the RNR NAK */
+	c.min_rnr_timer = 14; /* 0.96 ms */
+	sends_seen = 0;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 5, 1 << 16);
+	p.s->hold = hold_first_send;
+	sim_fill(p.abuf, 5000, 8);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_SEND, p.abuf, 100, p.akey, 0, 0, IBV_SEND_SIGNALED),
+		     0);
+	cr_assert_eq(sim_run_for(p.s, 300000), SIM_TIME);
+	cr_assert_eq(p.b->core.counters.rnr_naks_sent, 1);
+	cr_assert_eq(sim_recv(p.b, 7, p.bbuf, 4096, p.bkey), 0);
+	/* The held copy lands at 500 us and is ACKed; the RNR wait lasts until about 1.1 ms. */
+	cr_assert_eq(sim_run_for(p.s, 300000), SIM_TIME);
+	cr_assert_eq(sim_expect_wc(p.a_scq).wr_id, 1);
+	cr_assert_eq(p.a->core.req.state, ROCE_REQ_WAIT_RNR);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(sim_send(p.a, 10 + i, IBV_WR_RDMA_WRITE, p.abuf + 1000 * i, 1000,
+				      p.akey, (uintptr_t)p.bbuf + 8192 + 1000 * i, p.bkey,
+				      IBV_SEND_SIGNALED),
+			     0);
+	run_idle();
+	for (int i = 0; i < 5; i++) {
+		struct ibv_wc wc = sim_expect_wc(p.a_scq);
+
+		cr_assert_eq(wc.wr_id, 10 + (uint64_t)i);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	}
+	cr_assert_eq(memcmp(p.bbuf + 8192, p.abuf, 5000), 0, "every WRITE landed");
+	cr_assert_eq(sim_pending(p.b_rcq), 1, "the SEND was received once");
+}
+
+/* UC: a duplicated SEND_ONLY (older PSN than expected) is dropped, never received twice. */
+Test(sim_regress, uc_duplicate_not_received_twice)
+{
+	struct sim_wire_cfg w = {.delay_ns = 2000, .dup_ppm = 1000000, .reorder_ns = 10};
+
+	sim_pair_init(&p, IBV_QPT_UC, NULL, &w, 6, 1 << 16);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(sim_recv(p.b, i, p.bbuf + 1024 * i, 1024, p.bkey), 0);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_SEND, p.abuf, 100, p.akey, 0, 0, 0), 0);
+	cr_assert_eq(sim_send(p.a, 2, IBV_WR_SEND, p.abuf, 200, p.akey, 0, 0, 0), 0);
+	run_idle();
+	cr_assert_eq(sim_expect_wc(p.b_rcq).byte_len, 100);
+	cr_assert_eq(sim_expect_wc(p.b_rcq).byte_len, 200);
+	cr_assert_eq(sim_pending(p.b_rcq), 0);
+	cr_assert_eq(p.b->core.counters.rx_duplicate, 2);
+}
