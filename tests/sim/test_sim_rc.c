@@ -354,7 +354,7 @@ Test(sim_rc, many_messages_in_order_both_ways)
 			     0);
 	}
 	run_idle();
-	for (int i = 0; i < 40; i++) {
+	for (uint32_t i = 0; i < 40; i++) {
 		struct ibv_wc wc = sim_expect_wc(p.b_rcq);
 
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
