@@ -2,7 +2,7 @@
 #
 # Unit tests are built against the system's <infiniband/verbs.h> and linked against OUR
 # library (target uroce_ibverbs), so the inline wrappers and layouts are rdma-core's.
-foreach(_t device mr cq qp)
+foreach(_t device mr cq qp xrc)
   uroce_test(test_shim_${_t} SOURCES test_shim_${_t}.c LIBS uroce_ibverbs Threads::Threads
              LABELS shim)
   set_tests_properties(test_shim_${_t} PROPERTIES TIMEOUT 60)
@@ -38,6 +38,8 @@ set(_pingpongs
   "uc_chk|18618|ibv_uc_pingpong -d uroce_lo -g 0 -n 200 -s 3000 -c"
   "ud_chk|18619|ibv_ud_pingpong -d uroce_lo -g 0 -n 200 -s 1024 -c"
   "srq_16qp|18620|ibv_srq_pingpong -d uroce_lo -g 0 -n 50 -s 2048 -c"
+  "xsrq|18621|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 50 -s 10000 -m 1024"
+  "xsrq_events|18622|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 20 -s 64 -e"
 )
 foreach(_pp IN LISTS _pingpongs)
   string(REPLACE "|" ";" _f "${_pp}")

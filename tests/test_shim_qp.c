@@ -146,7 +146,7 @@ Test(shim_qp, create_and_layout)
 Test(shim_qp, create_refusals)
 {
 	struct ibv_qp_init_attr attr = {
-		.send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_XRC_SEND};
+		.send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RAW_PACKET};
 
 	errno = 0;
 	cr_assert_null(ibv_create_qp(pd, &attr));

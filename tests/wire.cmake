@@ -2,3 +2,6 @@
 # reference vectors, the hardware CNP and the kernel rxe captures in tests/vectors.
 uroce_test(test_wire SOURCES test_wire.c
            LIBS uroce_transport uroce_test_support PkgConfig::LIBPCAP LABELS wire)
+
+# transport/qp_state: the ibv_modify_qp transition table of each QP type.
+uroce_test(test_qp_state SOURCES test_qp_state.c LIBS uroce_transport LABELS wire)

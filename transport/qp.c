@@ -132,6 +132,12 @@ void roce_qp_modify(struct roce_qp *qp, const struct ibv_qp_attr *attr, int mask
 	case IBV_QPS_RTS:
 		if (old == IBV_QPS_SQD && qp->req.state == ROCE_REQ_DRAINED)
 			qp->req.state = ROCE_REQ_IDLE;
+		if (old == IBV_QPS_SQE) {
+			/* The owner flushed the send queue: start afresh after it. */
+			qp->req.state = ROCE_REQ_IDLE;
+			qp->req.wqe = qp->sq->tail;
+			qp->req.offset = 0;
+		}
 		break;
 	case IBV_QPS_ERR:
 		qp->req.state = ROCE_REQ_ERROR;
@@ -161,6 +167,16 @@ void roce_qp_fatal(struct roce_qp *qp)
 	qp->env->to_error(qp->ctx);
 }
 
+void roce_qp_sq_error(struct roce_qp *qp)
+{
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return;
+	qp->state = IBV_QPS_SQE;
+	qp->attr.qp_state = IBV_QPS_SQE;
+	qp->req.state = ROCE_REQ_ERROR;
+	qp->env->sq_error(qp->ctx);
+}
+
 /* States in which the QP takes packets (IBA 10.3.1: receiving starts at RTR). */
 static bool receiving(const struct roce_qp *qp)
 {
@@ -185,20 +201,12 @@ void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const stru
 		qp->counters.rx_state++;
 		return;
 	}
-	switch (qp->type) {
-	case IBV_QPT_RC:
-		ok = transport == ROCE_TR_RC;
-		break;
-	case IBV_QPT_UC:
-		ok = transport == ROCE_TR_UC;
-		break;
-	case IBV_QPT_UD:
-		ok = transport == ROCE_TR_UD;
-		break;
-	default:
-		ok = false;
-		break;
-	}
+	/* An XRC initiator only sends requests, an XRC target only receives them (IBA 9.2.7). */
+	ok = transport == roce_qp_tr(qp);
+	if (qp->type == IBV_QPT_XRC_SEND)
+		ok = ok && (pkt->info->flags & ROCE_OPF_RESPONSE);
+	else if (qp->type == IBV_QPT_XRC_RECV)
+		ok = ok && !(pkt->info->flags & ROCE_OPF_RESPONSE);
 	if (!ok) {
 		qp->counters.rx_transport++;
 		return;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The queue-pair core: what a RoCE HCA does for one QP, as a pure function of packets, work
- * requests and time (ARCHITECTURE.md "Layers"). Three state machines share it, as in rxe:
+ * The queue-pair core: what a RoCE HCA does for one RC, UC, UD or XRC (initiator or target) QP,
+ * as a pure function of packets, work requests and time (ARCHITECTURE.md "Layers"). Three state
+ * machines share it, as in rxe:
  *
  *   requester  (requester.c)  send WQEs -> request packets: opcodes, PSNs, segmentation
  *   responder  (responder.c)  request packets -> data placement, ACK/NAK, READ responses, atomics
@@ -76,14 +77,28 @@ struct roce_qp_env {
 	/* An affiliated asynchronous event: COMM_EST, SQ_DRAINED, QP_REQ_ERR, QP_ACCESS_ERR. */
 	void (*event)(void *ctx, enum ibv_event_type type);
 	/*
+	 * XRC target QPs only (IBA A14): the request being handled names XRC SRQ @srqn in its
+	 * XRCETH. Select it: until the next call, mem() checks regions against that SRQ's PD,
+	 * recv_take() takes from it and receive completions go to its CQ. Returns false if
+	 * @srqn is not an XRC SRQ of the QP's XRC domain.
+	 */
+	bool (*xrc_srq)(void *ctx, uint32_t srqn);
+	/*
 	 * The QP hit an error that moves it to the Error state (IBA 10.3.1): the owner sets the
 	 * state, flushes every outstanding WQE and then calls roce_qp_modify() with IBV_QPS_ERR.
 	 * The WQE that failed has already completed with its error status.
 	 */
 	void (*to_error)(void *ctx);
+	/*
+	 * UC or UD: a send WQE completed in error, so the QP entered the Send Queue Error state
+	 * (IBA 10.3.1): the owner sets the state and flushes the rest of its send queue (and WQEs
+	 * posted later) with IBV_WC_WR_FLUSH_ERR; receiving goes on. Leaving SQE for RTS with
+	 * roce_qp_modify() resumes sending after the flushed WQEs.
+	 */
+	void (*sq_error)(void *ctx);
 };
 
-/* Where a packet goes: the destination of the QP (RC, UC) or of the WQE's address (UD). */
+/* Where a packet goes: the destination of the QP (RC, UC, XRC) or of the WQE's address (UD). */
 struct roce_dest {
 	const struct ibv_ah_attr *ah; /* GID, source GID index, hop limit, traffic class, flow */
 };
@@ -128,6 +143,7 @@ struct roce_resp_res {
 	uint32_t sent; /* READ: bytes sent so far */
 	bool begun;    /* READ: a response of this (re)execution went out */
 	uint64_t orig; /* atomic: the value before the operation */
+	uint32_t srqn; /* XRC: the XRCETH of the request, whose SRQ's PD guards the READ */
 };
 
 /* Packets a QP dropped, by reason; what a HCA's hw counters show. */

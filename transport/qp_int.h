@@ -10,6 +10,29 @@
 /* Delay of an ACK nobody asked for yet (coalescing bound; AckReq packets are ACKed at once). */
 #define ROCE_ACK_DELAY_NS 20000u
 
+/* RC and both halves of XRC are reliable connections: ACKs, retries, READ and atomics. */
+static inline bool roce_qp_reliable(const struct roce_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* The transport bits of the QP's opcodes (IBA 9.2, BTH OpCode bits 7..5). */
+static inline uint8_t roce_qp_tr(const struct roce_qp *qp)
+{
+	switch (qp->type) {
+	case IBV_QPT_UC:
+		return ROCE_TR_UC;
+	case IBV_QPT_UD:
+		return ROCE_TR_UD;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return ROCE_TR_XRC;
+	default:
+		return ROCE_TR_RC;
+	}
+}
+
 static inline bool roce_wqe_is_rd_atomic(const struct roce_send_wqe *wqe)
 {
 	return wqe->opcode == IBV_WR_RDMA_READ || wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
@@ -35,6 +58,11 @@ static inline struct roce_send_wqe *roce_sq_wqe(const struct roce_qp *qp, uint32
 
 /* The error completion or fatal NAK already happened: stop both sides, tell the owner. */
 void roce_qp_fatal(struct roce_qp *qp);
+/*
+ * UC/UD: a send WQE completed in error (it already did): the send queue stops in SQE while the
+ * receive side goes on (IBA 10.3.1, 11.6.2); the owner flushes the rest of the send queue.
+ */
+void roce_qp_sq_error(struct roce_qp *qp);
 
 /*
  * Copy between a linear buffer and a scatter/gather list at byte @offset of the list, through

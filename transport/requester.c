@@ -12,9 +12,7 @@
 static uint8_t opcode_of(const struct roce_qp *qp, const struct roce_send_wqe *wqe, bool first,
 			 bool last)
 {
-	uint8_t tr = qp->type == IBV_QPT_UD   ? ROCE_TR_UD
-		     : qp->type == IBV_QPT_UC ? ROCE_TR_UC
-					      : ROCE_TR_RC;
+	uint8_t tr = roce_qp_tr(qp);
 	bool imm = wqe->opcode == IBV_WR_SEND_WITH_IMM || wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	uint8_t op;
 
@@ -70,7 +68,7 @@ void roce_req_complete(struct roce_qp *qp, struct roce_send_wqe *wqe, enum ibv_w
 		 */
 		qp->req.wqe = qp->sq->tail;
 		qp->req.offset = 0;
-		if (wqe->started && qp->type == IBV_QPT_RC &&
+		if (wqe->started && roce_qp_reliable(qp) &&
 		    roce_psn_cmp(qp->req.psn, wqe->last_psn) <= 0)
 			qp->req.psn = roce_psn_add(wqe->last_psn, 1);
 	}
@@ -86,11 +84,17 @@ void roce_req_complete(struct roce_qp *qp, struct roce_send_wqe *wqe, enum ibv_w
 	}
 }
 
-/* A local error on the WQE being started: it completes with @status and the QP fails. */
+/*
+ * A local error on the WQE being started: it completes with @status; a reliable QP fails, a UC
+ * or UD QP's send queue stops in SQE (IBA 10.3.1).
+ */
 static size_t fail_wqe(struct roce_qp *qp, struct roce_send_wqe *wqe, enum ibv_wc_status status)
 {
 	roce_req_complete(qp, wqe, status);
-	roce_qp_fatal(qp);
+	if (roce_qp_reliable(qp))
+		roce_qp_fatal(qp);
+	else
+		roce_qp_sq_error(qp);
 	return 0;
 }
 
@@ -100,7 +104,7 @@ static enum ibv_wc_status check_local(struct roce_qp *qp, const struct roce_send
 	const struct ibv_sge *sge = roce_send_wqe_sge((struct roce_send_wqe *)wqe);
 	int access = roce_wqe_is_rd_atomic(wqe) ? IBV_ACCESS_LOCAL_WRITE : 0;
 
-	if (qp->type != IBV_QPT_RC && (roce_wqe_is_rd_atomic(wqe)))
+	if (!roce_qp_reliable(qp) && (roce_wqe_is_rd_atomic(wqe)))
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (qp->type == IBV_QPT_UD && wqe->length > qp->mtu)
 		return IBV_WC_LOC_LEN_ERR; /* UD messages are one packet (IBA 9.8.1) */
@@ -195,8 +199,10 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 	} else {
 		pkt.bth.dqpn = qp->attr.dest_qp_num;
 	}
+	/* XRC: the XRCETH names the SRQ at the target that receives this message (IBA 9.2.7). */
+	pkt.xrc_srqn = wqe->xrc_remote_srqn;
 	/* Ask for an ACK at the end of each message and every half window (IBA 9.7.2). */
-	if (qp->type == IBV_QPT_RC &&
+	if (roce_qp_reliable(qp) &&
 	    (last ||
 	     roce_psn_cmp(qp->req.psn, roce_psn_add(qp->req.ackreq_psn, qp->window / 2)) >= 0)) {
 		pkt.bth.ack_req = true;
@@ -243,11 +249,11 @@ size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, 
 		wqe->started = true;
 		wqe->first_psn = qp->req.psn;
 		wqe->last_psn =
-			qp->type == IBV_QPT_RC && roce_wqe_is_atomic(wqe)
+			roce_qp_reliable(qp) && roce_wqe_is_atomic(wqe)
 				? qp->req.psn
 				: roce_psn_add(qp->req.psn, roce_npkts(wqe->length, qp->mtu) - 1);
 	}
-	if (qp->type == IBV_QPT_RC &&
+	if (roce_qp_reliable(qp) &&
 	    roce_psn_cmp(qp->req.psn, roce_psn_add(qp->comp.psn, qp->window)) >= 0) {
 		qp->req.state = ROCE_REQ_WAIT_WINDOW;
 		return 0;
@@ -261,12 +267,12 @@ size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, 
 	if (roce_psn_cmp(qp->req.psn, qp->req.psn_end) > 0)
 		qp->req.psn_end = qp->req.psn;
 	qp->req.offset += sent;
-	if (qp->type == IBV_QPT_RC)
+	if (roce_qp_reliable(qp))
 		roce_comp_arm(qp, now);
 	if (qp->req.offset < wqe->length)
 		return len;
 	/* The whole WQE is out. */
-	if (qp->type == IBV_QPT_RC) {
+	if (roce_qp_reliable(qp)) {
 		if (roce_wqe_is_rd_atomic(wqe))
 			qp->req.rd_atomic++;
 		qp->req.wqe++;

@@ -199,8 +199,14 @@ static enum resp_step check_op_valid(struct roce_qp *qp, struct resp_ctx *c)
 {
 	int need = 0;
 
+	/*
+	 * XRC (IBA A14): the XRCETH picks the target's SRQ, whose PD guards memory and whose
+	 * queue and CQ receive; one outside the QP's XRC domain is refused like a foreign key.
+	 */
+	if (qp->type == IBV_QPT_XRC_RECV && !qp->env->xrc_srq(qp->ctx, c->pkt->xrc_srqn))
+		return RESP_ERR_ACCESS;
 	if (c->flags & ROCE_OPF_INV)
-		return qp->type == IBV_QPT_RC ? RESP_ERR_INVALID_REQ : RESP_DROP;
+		return roce_qp_reliable(qp) ? RESP_ERR_INVALID_REQ : RESP_DROP;
 	if (c->flags & ROCE_OPF_WRITE)
 		need = IBV_ACCESS_REMOTE_WRITE;
 	else if (c->flags & ROCE_OPF_READ)
@@ -208,7 +214,7 @@ static enum resp_step check_op_valid(struct roce_qp *qp, struct resp_ctx *c)
 	else if (c->flags & ROCE_OPF_ATOMIC)
 		need = IBV_ACCESS_REMOTE_ATOMIC;
 	if (need && !(qp->attr.qp_access_flags & need))
-		return qp->type == IBV_QPT_RC ? RESP_ERR_INVALID_REQ : RESP_DROP;
+		return roce_qp_reliable(qp) ? RESP_ERR_INVALID_REQ : RESP_DROP;
 	if (qp->type == IBV_QPT_UD && c->pkt->deth.qkey != qp->attr.qkey) {
 		qp->counters.rx_qkey++; /* IBA 10.2.5: Q_Key mismatch drops */
 		return RESP_DROP;
@@ -223,7 +229,7 @@ static enum resp_step check_length(struct roce_qp *qp, struct resp_ctx *c)
 	if (qp->type == IBV_QPT_UD)
 		return pkt->payload_len <= qp->mtu ? RESP_CHECK_RESOURCE : RESP_DROP;
 	if (!roce_payload_fits_pmtu(pkt, qp->mtu))
-		return qp->type == IBV_QPT_RC ? RESP_ERR_INVALID_REQ : RESP_DROP;
+		return roce_qp_reliable(qp) ? RESP_ERR_INVALID_REQ : RESP_DROP;
 	if ((c->flags & ROCE_OPF_ATOMIC) && (pkt->atomic.va & 7))
 		return RESP_ERR_INVALID_REQ; /* IBA 9.4.5: atomics are 8-byte aligned */
 	if ((c->flags & ROCE_OPF_WRITE) && (c->flags & (ROCE_OPF_MIDDLE | ROCE_OPF_LAST))) {
@@ -232,14 +238,14 @@ static enum resp_step check_length(struct roce_qp *qp, struct resp_ctx *c)
 		/* The message must carry exactly the length its RETH announced (IBA 9.7.5.2). */
 		if (pkt->payload_len > qp->resp.write_left ||
 		    (last && pkt->payload_len != qp->resp.write_left))
-			return qp->type == IBV_QPT_RC ? RESP_ERR_INVALID_REQ : RESP_DROP;
+			return roce_qp_reliable(qp) ? RESP_ERR_INVALID_REQ : RESP_DROP;
 	}
 	if ((c->flags & ROCE_OPF_WRITE) && (c->flags & (ROCE_OPF_FIRST | ROCE_OPF_ONLY))) {
 		bool only = c->flags & ROCE_OPF_ONLY;
 
 		if ((only && pkt->payload_len != pkt->reth.len) ||
 		    (!only && pkt->reth.len <= pkt->payload_len))
-			return qp->type == IBV_QPT_RC ? RESP_ERR_INVALID_REQ : RESP_DROP;
+			return roce_qp_reliable(qp) ? RESP_ERR_INVALID_REQ : RESP_DROP;
 	}
 	return RESP_CHECK_RESOURCE;
 }
@@ -258,7 +264,7 @@ static enum resp_step check_resource(struct roce_qp *qp, struct resp_ctx *c)
 	}
 	if (needs_wqe && !qp->resp.have_wqe) {
 		if (!qp->env->recv_take(qp->ctx, &qp->resp.wqe)) {
-			if (qp->type == IBV_QPT_RC)
+			if (roce_qp_reliable(qp))
 				return RESP_RNR;
 			qp->counters.rx_no_recv++;
 			if (qp->type == IBV_QPT_UC)
@@ -303,7 +309,7 @@ static enum resp_step check_rkey(struct roce_qp *qp, struct resp_ctx *c)
 	}
 	c->host = qp->env->mem(qp->ctx, key, true, va, len, access, &err);
 	if (!c->host)
-		return qp->type == IBV_QPT_RC ? RESP_ERR_ACCESS : RESP_DROP;
+		return roce_qp_reliable(qp) ? RESP_ERR_ACCESS : RESP_DROP;
 	return RESP_EXECUTE;
 }
 
@@ -390,6 +396,7 @@ static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 
 		memset(r, 0, sizeof(*r));
 		r->type = pkt->bth.opcode & 0x1F;
+		r->srqn = pkt->xrc_srqn;
 		r->first_psn = pkt->bth.psn;
 		r->psn = pkt->bth.psn;
 		if (c->flags & ROCE_OPF_READ) {
@@ -441,7 +448,7 @@ static void acknowledge(struct roce_qp *qp, const struct resp_ctx *c)
 {
 	const struct roce_pkt *pkt = c->pkt;
 
-	if (qp->type != IBV_QPT_RC)
+	if (!roce_qp_reliable(qp))
 		return;
 	/* Coalesce: one pending ACK names the newest PSN; AckReq sends it now (IBA 9.7.5.2.9). */
 	queue_ack(qp, roce_aeth_syndrome(ROCE_AETH_ACK, ROCE_AETH_CREDIT_INVALID), pkt->bth.psn,
@@ -525,7 +532,7 @@ void roce_resp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, const struct
 			return;
 		case RESP_ERR_LENGTH:
 			complete_recv(qp, &c, IBV_WC_LOC_LEN_ERR, 0);
-			if (qp->type == IBV_QPT_RC)
+			if (roce_qp_reliable(qp))
 				fatal_nak(qp, &c, ROCE_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR);
 			else
 				roce_qp_fatal(qp);
@@ -561,7 +568,7 @@ static size_t answer(struct roce_qp *qp, uint8_t *buf)
 	pkt.aeth.syndrome = roce_aeth_syndrome(ROCE_AETH_ACK, ROCE_AETH_CREDIT_INVALID);
 	pkt.aeth.msn = qp->resp.msn;
 	if (r->type != ROCE_OP_READ_REQUEST) {
-		pkt.bth.opcode = ROCE_TR_RC | ROCE_OP_ATOMIC_ACK;
+		pkt.bth.opcode = roce_qp_tr(qp) | ROCE_OP_ATOMIC_ACK;
 		pkt.atomic_orig = r->orig;
 		qp->resp.res_tail++;
 		return roce_pkt_finish(buf, &pkt, roce_opcode(pkt.bth.opcode)->hdr_len);
@@ -571,16 +578,18 @@ static size_t answer(struct roce_qp *qp, uint8_t *buf)
 	bool first = !r->begun; /* a restarted READ is a new response stream (9.7.5.2.8) */
 	bool last = n == left;
 
-	pkt.bth.opcode = ROCE_TR_RC | (first && last ? ROCE_OP_READ_RESP_ONLY
-				       : first       ? ROCE_OP_READ_RESP_FIRST
-				       : last        ? ROCE_OP_READ_RESP_LAST
-						     : ROCE_OP_READ_RESP_MIDDLE);
+	pkt.bth.opcode = roce_qp_tr(qp) | (first && last ? ROCE_OP_READ_RESP_ONLY
+					   : first       ? ROCE_OP_READ_RESP_FIRST
+					   : last        ? ROCE_OP_READ_RESP_LAST
+							 : ROCE_OP_READ_RESP_MIDDLE);
 	info = roce_opcode(pkt.bth.opcode);
 	if (n) {
-		enum roce_mem_err err;
-		uint8_t *src = qp->env->mem(qp->ctx, r->rkey, true, r->va + r->sent, n,
-					    IBV_ACCESS_REMOTE_READ, &err);
+		enum roce_mem_err err = ROCE_MEM_KEY;
+		uint8_t *src = NULL;
 
+		if (qp->type != IBV_QPT_XRC_RECV || qp->env->xrc_srq(qp->ctx, r->srqn))
+			src = qp->env->mem(qp->ctx, r->rkey, true, r->va + r->sent, n,
+					   IBV_ACCESS_REMOTE_READ, &err);
 		if (!src) {
 			/* The region went away after the request was accepted. */
 			qp->resp.res_tail = qp->resp.res_head;
@@ -616,7 +625,7 @@ size_t roce_resp_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest)
 	if (!qp->resp.ack_pending || qp->resp.ack_deadline)
 		return 0;
 	qp->resp.ack_pending = false;
-	pkt.bth.opcode = ROCE_TR_RC | ROCE_OP_ACK;
+	pkt.bth.opcode = roce_qp_tr(qp) | ROCE_OP_ACK;
 	pkt.bth.pkey = ROCE_DEFAULT_PKEY;
 	pkt.bth.dqpn = qp->attr.dest_qp_num;
 	pkt.bth.psn = qp->resp.ack_psn;

@@ -11,6 +11,7 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/objects.h"
 #include "verbs-shim/ops.h"
+#include "verbs-shim/xrcd.h"
 
 UROCE_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
@@ -82,6 +83,9 @@ static void context_ops(struct uroce_context *ctx)
 	vctx->create_cq_ex = uroce_create_cq_ex;
 	vctx->create_qp_ex = uroce_create_qp_ex;
 	vctx->create_srq_ex = uroce_create_srq_ex;
+	vctx->get_srq_num = uroce_get_srq_num;
+	vctx->open_xrcd = uroce_open_xrcd;
+	vctx->close_xrcd = uroce_close_xrcd;
 }
 
 UROCE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)

@@ -21,6 +21,7 @@
 #include "verbs-shim/async.h"
 #include "verbs-shim/cq.h"
 #include "verbs-shim/mr.h"
+#include "verbs-shim/ops.h"
 #include "verbs-shim/qp.h"
 #include "verbs-shim/qpn_map.h"
 
@@ -162,9 +163,11 @@ static uint8_t *env_mem(void *ctx, uint32_t key, bool remote, uint64_t addr, uin
 {
 	struct uroce_qp *qp = ctx;
 	struct uroce_mr *mr = uroce_mr_lookup(key);
+	/* XRC: the PD of the SRQ the request names guards the target's memory (IBA A14). */
+	struct uroce_pd *pd = qp->xrc_cur ? qp->xrc_cur->pd : qp->pd;
 
 	(void)remote; /* one key serves as lkey and rkey */
-	if (!mr || mr->pd != qp->pd) {
+	if (!mr || !pd || mr->pd != pd) {
 		*err = ROCE_MEM_KEY;
 		return NULL;
 	}
@@ -190,7 +193,7 @@ static void copy_recv(struct roce_recv *out, const struct roce_recv_wqe *wqe)
 static bool env_recv_take(void *ctx, struct roce_recv *out)
 {
 	struct uroce_qp *qp = ctx;
-	struct uroce_srq *srq = qp->srq;
+	struct uroce_srq *srq = qp->xrc_cur ? qp->xrc_cur : qp->srq;
 	bool limit = false;
 
 	if (!srq) {
@@ -219,8 +222,21 @@ static bool env_recv_take(void *ctx, struct roce_recv *out)
 static void env_complete(void *ctx, bool recv, const struct ibv_wc *wc, bool solicited)
 {
 	struct uroce_qp *qp = ctx;
+	struct uroce_cq *cq = recv ? qp->recv_cq : qp->send_cq;
 
-	uroce_cq_push(recv ? qp->recv_cq : qp->send_cq, wc, solicited);
+	/* An XRC target completes receives on the CQ of the SRQ; none if that SRQ is gone. */
+	if (recv && qp->xrc)
+		cq = qp->xrc_cur ? qp->xrc_cur->cq : NULL;
+	if (cq)
+		uroce_cq_push(cq, wc, solicited);
+}
+
+static bool env_xrc_srq(void *ctx, uint32_t srqn)
+{
+	struct uroce_qp *qp = ctx;
+
+	qp->xrc_cur = uroce_xrc_srq_find(srqn, qp->xrc);
+	return qp->xrc_cur;
 }
 
 static void env_event(void *ctx, enum ibv_event_type type)
@@ -239,12 +255,23 @@ static void env_to_error(void *ctx)
 	uroce_qp_to_error(qp);
 }
 
+static void env_sq_error(void *ctx)
+{
+	struct uroce_qp *qp = ctx;
+
+	qp->attr.qp_state = IBV_QPS_SQE;
+	qp->qpx.qp_base.state = IBV_QPS_SQE;
+	uroce_qp_flush_sq(qp);
+}
+
 static const struct roce_qp_env qp_env = {
 	.mem = env_mem,
 	.recv_take = env_recv_take,
 	.complete = env_complete,
 	.event = env_event,
+	.xrc_srq = env_xrc_srq,
 	.to_error = env_to_error,
+	.sq_error = env_sq_error,
 };
 
 int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *qpn)

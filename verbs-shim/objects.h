@@ -85,9 +85,14 @@ struct uroce_ah {
 	struct ibv_ah_attr attr;
 };
 
+struct uroce_xrc_domain;
+
 struct uroce_srq {
 	struct ibv_srq srq;
 	struct uroce_pd *pd;
+	uint32_t srqn;                /* ibv_get_srq_num: its index in the SRQ table */
+	struct uroce_xrc_domain *xrc; /* XRC SRQ: its domain, and the CQ receives go to */
+	struct uroce_cq *cq;
 	pthread_mutex_t lock; /* rq, limit */
 	struct roce_wq rq;
 	uint32_t max_sge;
@@ -103,7 +108,9 @@ struct uroce_qp {
 	struct uroce_cq *send_cq;
 	struct uroce_cq *recv_cq;
 	struct uroce_srq *srq;
-	pthread_mutex_t lock; /* attr, sq, rq, mcast, wr_* building */
+	struct uroce_xrc_domain *xrc; /* XRC_RECV: its domain (no PD, CQs or queues of its own) */
+	struct uroce_srq *xrc_cur;    /* XRC_RECV, under lock: the SRQ the current request names */
+	pthread_mutex_t lock;         /* attr, sq, rq, mcast, wr_* building */
 	/*
 	 * The current attributes (attr.qp_state mirrors qpx.qp_base.state): what the data path
 	 * reads: ah_attr (destination GID, source GID index, hop limit, traffic class, flow

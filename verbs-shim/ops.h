@@ -21,9 +21,18 @@ int uroce_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 int uroce_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
 /* srq.c. EINVAL (num_sge), ENOMEM (queue full). create_srq_ex: NULL + errno as
- * ibv_create_srq, EOPNOTSUPP for XRC and tag-matching SRQs. */
+ * ibv_create_srq, EINVAL for an XRC SRQ without its domain and CQ, EOPNOTSUPP for
+ * tag-matching SRQs. */
 int uroce_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 struct ibv_srq *uroce_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);
+/* ibv_get_srq_num: 0 and the SRQ's number (any SRQ has one; XRC senders name XRC SRQs by it). */
+int uroce_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct uroce_xrc_domain;
+/*
+ * The XRC SRQ numbered @srqn in domain @dom, or NULL. It stays valid while the caller holds the
+ * lock of a target QP of @dom (ibv_destroy_srq waits for those, xrcd.h).
+ */
+struct uroce_srq *uroce_xrc_srq_find(uint32_t srqn, const struct uroce_xrc_domain *dom);
 
 /* qp.c. create_qp_ex: NULL + errno as ibv_create_qp, EOPNOTSUPP for masks, types or send
  * ops uroce does not implement. */

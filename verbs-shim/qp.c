@@ -14,6 +14,7 @@
 #include "verbs-shim/ops.h"
 #include "verbs-shim/qp_ex.h"
 #include "verbs-shim/table.h"
+#include "verbs-shim/xrcd.h"
 
 /* QP handles are indexes of this table; numbers come from the engine (qpn_map.h). */
 static struct uroce_table qp_table = UROCE_TABLE_INIT(UROCE_MAX_QP);
@@ -29,6 +30,8 @@ static uint64_t type_send_ops(enum ibv_qp_type type)
 		return ud;
 	case IBV_QPT_UC:
 		return uc;
+	case IBV_QPT_XRC_RECV:
+		return 0; /* a target QP only receives */
 	default:
 		return uc | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
@@ -42,35 +45,44 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 			       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
 			       IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
 			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	const uint32_t supported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const uint32_t supported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+				   IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	const struct ibv_qp_cap *cap = &attr->cap;
+	bool has_recv = attr->qp_type != IBV_QPT_XRC_SEND && attr->qp_type != IBV_QPT_XRC_RECV;
 
 	if (attr->comp_mask & ~known)
 		return EINVAL;
 	if (attr->comp_mask & ~supported)
 		return EOPNOTSUPP;
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != context)
-		return EINVAL;
 	switch (attr->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		break;
 	case IBV_QPT_XRC_SEND:
+		break;
 	case IBV_QPT_XRC_RECV:
+		/* A target QP belongs to an XRC domain; no PD, CQs or queues (ibv_create_qp_ex(3)).
+		 */
+		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd ||
+		    attr->xrcd->context != context)
+			return EINVAL;
+		return 0;
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		return EOPNOTSUPP;
 	default:
 		return EINVAL;
 	}
-	if (!attr->send_cq || !attr->recv_cq || attr->send_cq->context != context ||
-	    attr->recv_cq->context != context || (attr->srq && attr->srq->context != context))
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != context)
+		return EINVAL;
+	if (!attr->send_cq || attr->send_cq->context != context)
+		return EINVAL;
+	if (has_recv && (!attr->recv_cq || attr->recv_cq->context != context ||
+			 (attr->srq && attr->srq->context != context)))
 		return EINVAL;
 	if (cap->max_send_wr > UROCE_MAX_QP_WR || cap->max_send_sge > UROCE_MAX_SGE ||
 	    cap->max_inline_data > UROCE_MAX_INLINE_DATA ||
-	    (!attr->srq &&
+	    (has_recv && !attr->srq &&
 	     (cap->max_recv_wr > UROCE_MAX_QP_WR || cap->max_recv_sge > UROCE_MAX_SGE)))
 		return EINVAL;
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
@@ -79,6 +91,27 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 	    (attr->send_ops_flags & ~type_send_ops(attr->qp_type)))
 		return EOPNOTSUPP;
 	return 0;
+}
+
+static void use(atomic_uint *count, bool add)
+{
+	if (add)
+		atomic_fetch_add(count, 1);
+	else
+		atomic_fetch_sub(count, 1);
+}
+
+/* Count the QP as a user (@add) or no longer of its PD, CQs and SRQ. */
+static void uses(struct uroce_qp *qp, bool add)
+{
+	if (qp->pd)
+		use(&qp->pd->usecnt, add);
+	if (qp->send_cq)
+		use(&qp->send_cq->usecnt, add);
+	if (qp->recv_cq)
+		use(&qp->recv_cq->usecnt, add);
+	if (qp->srq)
+		use(&qp->srq->usecnt, add);
 }
 
 static void qp_free(struct uroce_qp *qp)
@@ -102,12 +135,23 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 		errno = err;
 		return NULL;
 	}
-	if (attr->srq) {
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		memset(cap, 0, sizeof(*cap));
+		attr->pd = NULL;
+		attr->send_cq = NULL;
+		attr->recv_cq = NULL;
+		attr->srq = NULL;
+	} else if (attr->qp_type == IBV_QPT_XRC_SEND) {
+		attr->recv_cq = NULL; /* an initiator only sends */
+		attr->srq = NULL;
+	}
+	if (attr->srq || attr->qp_type == IBV_QPT_XRC_SEND) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	}
 	/* The inline capacity actually honoured, which rc_pingpong reads back (ABI.md §3.1). */
-	cap->max_inline_data = UROCE_MAX_INLINE_DATA;
+	if (attr->qp_type != IBV_QPT_XRC_RECV)
+		cap->max_inline_data = UROCE_MAX_INLINE_DATA;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
@@ -135,9 +179,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 		errno = err;
 		return NULL;
 	}
-	qp->pd = to_upd(attr->pd);
-	qp->send_cq = to_ucq(attr->send_cq);
-	qp->recv_cq = to_ucq(attr->recv_cq);
+	qp->pd = attr->pd ? to_upd(attr->pd) : NULL;
+	qp->send_cq = attr->send_cq ? to_ucq(attr->send_cq) : NULL;
+	qp->recv_cq = attr->recv_cq ? to_ucq(attr->recv_cq) : NULL;
 	qp->srq = attr->srq ? to_usrq(attr->srq) : NULL;
 	pthread_mutex_init(&qp->lock, NULL);
 	qp->attr.qp_state = IBV_QPS_RESET;
@@ -146,11 +190,11 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	qp->send_ops_flags = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
 				     ? attr->send_ops_flags
 				     : type_send_ops(attr->qp_type);
-	atomic_fetch_add(&qp->pd->usecnt, 1);
-	atomic_fetch_add(&qp->send_cq->usecnt, 1);
-	atomic_fetch_add(&qp->recv_cq->usecnt, 1);
-	if (qp->srq)
-		atomic_fetch_add(&qp->srq->usecnt, 1);
+	uses(qp, true);
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		qp->xrc = to_uxrcd(attr->xrcd)->dom;
+		uroce_xrc_domain_add_tgt(qp->xrc, qp);
+	}
 
 	base = &qp->qpx.qp_base;
 	base->context = context;
@@ -211,11 +255,9 @@ UROCE_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	uroce_qp_destroying(qp);
 	uroce_async_drain(qp->ctx, ibqp, &ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
 			  &qp->async_events_reported);
-	atomic_fetch_sub(&qp->pd->usecnt, 1);
-	atomic_fetch_sub(&qp->send_cq->usecnt, 1);
-	atomic_fetch_sub(&qp->recv_cq->usecnt, 1);
-	if (qp->srq)
-		atomic_fetch_sub(&qp->srq->usecnt, 1);
+	if (qp->xrc)
+		uroce_xrc_domain_del_tgt(qp->xrc, qp);
+	uses(qp, false);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);

@@ -164,8 +164,16 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remot
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
 {
-	(void)remote_srqn;
-	unsupported(qpx); /* no XRC QPs */
+	struct uroce_qp *qp = to_uqp_ex(qpx);
+	struct roce_send_wqe *wqe = current_wqe(qp);
+
+	if (!wqe)
+		return;
+	if (qpx->qp_base.qp_type != IBV_QPT_XRC_SEND) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	wqe->xrc_remote_srqn = remote_srqn;
 }
 
 static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,

@@ -3,13 +3,13 @@
 #include <errno.h>
 #include <string.h>
 
+#include "transport/qp_state.h"
 #include "verbs-shim/ah.h"
 #include "verbs-shim/caps.h"
 #include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/port.h"
 #include "verbs-shim/qp.h"
-#include "verbs-shim/qp_state.h"
 
 #define PSN_MASK 0xffffff /* PSNs are 24 bits (the BTH PSN field) */
 
@@ -122,12 +122,13 @@ UROCE_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, in
 	enum ibv_qp_state cur, next;
 	int err = 0;
 
+	attr_mask = roce_qp_mask_used(ibqp->qp_type, attr_mask);
 	pthread_mutex_lock(&qp->lock);
 	cur = qp->attr.qp_state;
 	next = attr_mask & IBV_QP_STATE ? attr->qp_state : cur;
 	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
 		err = EINVAL;
-	else if (!uroce_qp_transition_ok(cur, next, ibqp->qp_type, attr_mask))
+	else if (!roce_qp_transition_ok(cur, next, ibqp->qp_type, attr_mask))
 		err = EINVAL;
 	else
 		err = check_values(qp, attr, attr_mask);

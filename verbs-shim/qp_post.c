@@ -26,6 +26,8 @@ static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
 	wqe->imm_data = wr->imm_data;
 	wqe->length = length > UINT32_MAX ? UINT32_MAX : length;
 	wqe->is_inline = wr->send_flags & IBV_SEND_INLINE;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		wqe->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
 	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
@@ -67,7 +69,7 @@ int uroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 	int err;
 
 	pthread_mutex_lock(&qp->lock);
-	err = uroce_sq_state_check(qp);
+	err = ibqp->qp_type == IBV_QPT_XRC_RECV ? EINVAL : uroce_sq_state_check(qp);
 	for (; wr && !err; wr = wr->next) {
 		if (roce_wq_used(&qp->sq) == qp->sq.slots)
 			err = ENOMEM;
@@ -95,8 +97,12 @@ int uroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv
 	int err;
 
 	pthread_mutex_lock(&qp->lock);
-	/* A QP on an SRQ has no receive queue; none is usable before INIT (as rxe). */
-	if (qp->srq || qp->attr.qp_state == IBV_QPS_RESET) {
+	/*
+	 * A QP on an SRQ has no receive queue, nor has either half of XRC; none is usable before
+	 * INIT (as rxe).
+	 */
+	if (qp->srq || ibqp->qp_type == IBV_QPT_XRC_SEND || ibqp->qp_type == IBV_QPT_XRC_RECV ||
+	    qp->attr.qp_state == IBV_QPS_RESET) {
 		err = EINVAL;
 		*bad_wr = wr;
 	} else {

@@ -9,10 +9,16 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/objects.h"
 #include "verbs-shim/ops.h"
+#include "verbs-shim/table.h"
+#include "verbs-shim/xrcd.h"
+
+/* SRQ numbers (ibv_get_srq_num, the XRCETH of XRC) are indexes of this table. */
+static struct uroce_table srq_table = UROCE_TABLE_INIT(UROCE_MAX_SRQ);
 
 static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct ibv_srq_attr *attr)
 {
 	struct uroce_srq *srq;
+	int err;
 
 	if (attr->max_wr < 1 || attr->max_wr > UROCE_MAX_SRQ_WR || attr->max_sge < 1 ||
 	    attr->max_sge > UROCE_MAX_SRQ_SGE) {
@@ -23,6 +29,13 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 	if (!srq || roce_wq_init(&srq->rq, attr->max_wr, roce_recv_wqe_size(attr->max_sge))) {
 		free(srq);
 		errno = ENOMEM;
+		return NULL;
+	}
+	err = uroce_table_insert(&srq_table, srq, &srq->srqn);
+	if (err) {
+		roce_wq_free(&srq->rq);
+		free(srq);
+		errno = err;
 		return NULL;
 	}
 	srq->max_sge = attr->max_sge;
@@ -54,14 +67,55 @@ struct ibv_srq *uroce_create_srq_ex(struct ibv_context *context, struct ibv_srq_
 		errno = EINVAL;
 		return NULL;
 	}
-	/* XRC and tag-matching SRQs are not implemented. */
-	if ((attr->comp_mask &
-	     (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM)) ||
-	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)) {
+	enum ibv_srq_type type =
+		attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE ? attr->srq_type : IBV_SRQT_BASIC;
+	struct ibv_srq *ibsrq;
+	struct uroce_srq *srq;
+
+	/* Tag-matching SRQs are not implemented. */
+	if (type == IBV_SRQT_TM || (attr->comp_mask & IBV_SRQ_INIT_ATTR_TM)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	return srq_create(attr->pd, attr->srq_context, &attr->attr);
+	/* An XRC SRQ names its domain and the CQ its receives complete on (ibv_create_srq_ex(3)).
+	 */
+	if (type == IBV_SRQT_XRC &&
+	    ((attr->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ)) !=
+		     (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ) ||
+	     !attr->xrcd || !attr->cq || attr->xrcd->context != context ||
+	     attr->cq->context != context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ibsrq = srq_create(attr->pd, attr->srq_context, &attr->attr);
+	if (!ibsrq || type != IBV_SRQT_XRC)
+		return ibsrq;
+	srq = to_usrq(ibsrq);
+	srq->xrc = to_uxrcd(attr->xrcd)->dom;
+	srq->cq = to_ucq(attr->cq);
+	atomic_fetch_add(&srq->cq->usecnt, 1);
+	uroce_xrc_domain_get(srq->xrc);
+	return ibsrq;
+}
+
+int uroce_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	*srq_num = to_usrq(ibsrq)->srqn;
+	return 0;
+}
+
+static bool in_domain(const void *obj, const void *dom)
+{
+	return ((const struct uroce_srq *)obj)->xrc == dom;
+}
+
+struct uroce_srq *uroce_xrc_srq_find(uint32_t srqn, const struct uroce_xrc_domain *dom)
+{
+	return uroce_table_get_if(&srq_table, srqn, in_domain, dom);
 }
 
 /* Resize the ring, keeping the posted WQEs in order. Called with srq->lock held. */
@@ -123,6 +177,12 @@ UROCE_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 	if (atomic_load(&srq->usecnt))
 		return EBUSY; /* QPs still receive through it */
+	uroce_table_remove(&srq_table, srq->srqn);
+	if (srq->xrc) {
+		uroce_xrc_domain_forget_srq(srq->xrc, srq);
+		uroce_xrc_domain_put(srq->xrc);
+		atomic_fetch_sub(&srq->cq->usecnt, 1);
+	}
 	uroce_async_drain(to_uctx(ibsrq->context), ibsrq, &ibsrq->mutex, &ibsrq->cond,
 			  &ibsrq->events_completed, &srq->async_events_reported);
 	atomic_fetch_sub(&srq->pd->usecnt, 1);

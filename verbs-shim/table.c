@@ -49,6 +49,18 @@ int uroce_table_insert(struct uroce_table *t, void *obj, uint32_t *index)
 	return err;
 }
 
+void *uroce_table_get_if(struct uroce_table *t, uint32_t index,
+			 bool (*match)(const void *obj, const void *arg), const void *arg)
+{
+	void *obj = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	if (index < t->size && t->slots[index] && match(t->slots[index], arg))
+		obj = t->slots[index];
+	pthread_mutex_unlock(&t->lock);
+	return obj;
+}
+
 void *uroce_table_get(struct uroce_table *t, uint32_t index)
 {
 	void *obj = NULL;

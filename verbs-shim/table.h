@@ -8,6 +8,7 @@
 #define UROCE_VERBS_SHIM_TABLE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct uroce_table {
@@ -27,6 +28,12 @@ struct uroce_table {
 int uroce_table_insert(struct uroce_table *t, void *obj, uint32_t *index);
 /* The object at INDEX, or NULL. */
 void *uroce_table_get(struct uroce_table *t, uint32_t index);
+/*
+ * The object at INDEX if @match(object, @arg) says so, or NULL; @match runs under the table's
+ * lock, so the object cannot be removed while it looks.
+ */
+void *uroce_table_get_if(struct uroce_table *t, uint32_t index,
+			 bool (*match)(const void *obj, const void *arg), const void *arg);
 /* Free INDEX (no-op for an index that is not in use). */
 void uroce_table_remove(struct uroce_table *t, uint32_t index);
 

@@ -9,14 +9,13 @@
  * | ibv_bind_mw, ibv_dealloc_mw            | ibv_context.ops             | EOPNOTSUPP | |
  * ibv_wr_bind_mw, _local_inv, _send_inv, | ibv_qp_ex (qp_ex.c)         | ibv_wr_complete returns |
  * |   _send_tso, _atomic_write,            |                             |   EOPNOTSUPP | |
- * _set_xrc_srqn                        |                             |                         | |
  * ibv_import_device, _pd, _mr, _dm       | exported                    | NULL, errno EOPNOTSUPP  |
  * | ibv_unimport_pd, _mr, _dm              | exported                    | nothing to release | |
  * ibv_query_ece, ibv_set_ece             | exported                    | EOPNOTSUPP              |
  * | ibv_reg_dmabuf_mr                      | exported                    | NULL, errno EOPNOTSUPP |
  * | ibv_resolve_eth_l2_from_gid            | exported                    | -EOPNOTSUPP, errno too |
- * | ibv_open_xrcd, ibv_close_xrcd,         | verbs_context op left NULL: | the inline verb fails |
- * |   ibv_get_srq_num, ibv_open_qp,        |   verbs.h answers           |   with EOPNOTSUPP | |
+ * | ibv_open_qp                            | verbs_context op left NULL: | the inline verb fails |
+ * |                                        |   verbs.h answers           |   with EOPNOTSUPP | |
  * ibv_modify_cq, ibv_post_srq_ops,     |                             |   (NULL + errno, or the | |
  * ibv_create/modify/destroy_wq,        |                             |   errno value)          | |
  * ibv_create/destroy_rwq_ind_table,    |                             |                         | |
@@ -30,7 +29,7 @@
  * ibv_create/modify/destroy_flow_      |                             |                         | |
  * action_esp, ibv_modify_qp_rate_limit,|                             |                         | |
  * ibv_query_rt_values_ex               |                             |                         | |
- * XRC, RAW_PACKET QPs; XRC and TM SRQs;  | create_qp(_ex), create_srq_ | NULL, errno EOPNOTSUPP  |
+ * RAW_PACKET QPs; TM SRQs;               | create_qp(_ex), create_srq_ | NULL, errno EOPNOTSUPP  |
  * |   QP create flags; CQ VLAN/flow-tag/TM |   ex, create_cq_ex          | | |   fields; on-demand
  * paging MRs         |   ibv_reg_mr*               |                         | |
  * IBVERBS_PRIVATE_<N> provider interface | exported (private.c)        | see private.c           |

@@ -2,11 +2,14 @@
 /* The simulated hosts, owner and wire of the transport core (sim.h). */
 #include "tests/sim/sim.h"
 
+#include "transport/qp_state.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transport/icrc.h"
+#include "transport/qp_state.h"
 
 /* A deadline that stays due this many times at one instant is a livelock. */
 #define SIM_SAME_TIME_LIMIT 100000u
@@ -125,8 +128,11 @@ void sim_free(struct sim *s)
 		roce_wq_free(&qp->rq);
 		free(qp);
 	}
-	for (uint32_t i = 0; i < s->nhosts; i++)
+	for (uint32_t i = 0; i < s->nhosts; i++) {
+		for (uint32_t k = 0; k < s->host[i]->nxrc_srq; k++)
+			sim_srq_free(s->host[i]->xrc_srq[k]);
 		free(s->host[i]);
+	}
 	while (s->nheap)
 		free(heap_pop(s));
 	free(s->heap);
@@ -233,6 +239,21 @@ void sim_srq_free(struct sim_srq *srq)
 	free(srq);
 }
 
+struct sim_srq *sim_xrc_srq_new(struct sim_host *h, uint32_t slots, uint32_t max_sge, uint32_t xrcd,
+				uint32_t pd, struct sim_cq *cq)
+{
+	struct sim_srq *srq = sim_srq_new(slots, max_sge);
+
+	if (h->nxrc_srq == SIM_MAX_XRC_SRQ)
+		abort();
+	h->xrc_srq[h->nxrc_srq++] = srq;
+	srq->srqn = h->nxrc_srq;
+	srq->xrcd = xrcd;
+	srq->pd = pd;
+	srq->cq = cq;
+	return srq;
+}
+
 int sim_srq_post_recv(struct sim_srq *srq, struct ibv_recv_wr *wr)
 {
 	struct ibv_recv_wr *bad, one = *wr;
@@ -252,8 +273,11 @@ static uint8_t *env_mem(void *ctx, uint32_t key, bool remote, uint64_t addr, uin
 	uint32_t i = key >> 8;
 	struct sim_mr *mr = i < h->nmr ? &h->mr[i] : NULL;
 
+	/* XRC: the PD of the SRQ the request names guards the target's memory (IBA A14). */
+	uint32_t pd = qp->xrc_cur ? qp->xrc_cur->pd : qp->init.pd;
+
 	(void)remote; /* one key serves as lkey and rkey, as in verbs-shim */
-	if (!mr || !mr->valid || mr->key != key || mr->pd != qp->init.pd) {
+	if (!mr || !mr->valid || mr->key != key || mr->pd != pd) {
 		*err = ROCE_MEM_KEY;
 		return NULL;
 	}
@@ -288,7 +312,7 @@ static void add_event(struct sim_qp *qp, enum ibv_event_type type)
 static bool env_recv_take(void *ctx, struct roce_recv *out)
 {
 	struct sim_qp *qp = ctx;
-	struct sim_srq *srq = qp->init.srq;
+	struct sim_srq *srq = qp->xrc_cur ? qp->xrc_cur : qp->init.srq;
 	struct roce_wq *rq = srq ? &srq->rq : &qp->rq;
 
 	if (!roce_wq_used(rq))
@@ -309,7 +333,23 @@ static void env_complete(void *ctx, bool recv, const struct ibv_wc *wc, bool sol
 		qp->late_completions++;
 		return;
 	}
-	cq_push(recv ? qp->init.recv_cq : qp->init.send_cq, wc, solicited, qp->host->sim->now);
+	if (recv && qp->xrc_cur)
+		cq_push(qp->xrc_cur->cq, wc, solicited, qp->host->sim->now);
+	else
+		cq_push(recv ? qp->init.recv_cq : qp->init.send_cq, wc, solicited,
+			qp->host->sim->now);
+}
+
+static bool env_xrc_srq(void *ctx, uint32_t srqn)
+{
+	struct sim_qp *qp = ctx;
+	struct sim_host *h = qp->host;
+	struct sim_srq *srq = srqn && srqn <= h->nxrc_srq ? h->xrc_srq[srqn - 1] : NULL;
+
+	if (!srq || srq->xrcd != qp->init.xrcd)
+		return false;
+	qp->xrc_cur = srq;
+	return true;
 }
 
 static void env_event(void *ctx, enum ibv_event_type type)
@@ -369,12 +409,24 @@ static void env_to_error(void *ctx)
 	owner_to_error(qp);
 }
 
+/* verbs-shim's SQE: the state, and the rest of the send queue flushed. */
+static void env_sq_error(void *ctx)
+{
+	struct sim_qp *qp = ctx;
+
+	qp->sq_error_calls++;
+	qp->state = IBV_QPS_SQE;
+	flush_sq(qp);
+}
+
 static const struct roce_qp_env sim_env = {
 	.mem = env_mem,
 	.recv_take = env_recv_take,
 	.complete = env_complete,
 	.event = env_event,
+	.xrc_srq = env_xrc_srq,
 	.to_error = env_to_error,
+	.sq_error = env_sq_error,
 };
 
 /* The wire. */
@@ -624,7 +676,8 @@ void sim_connect_one(struct sim_qp *qp, const struct sim_qp *peer, const struct 
 		     uint32_t sq_psn, uint32_t rq_psn)
 {
 	struct ibv_qp_attr a = {0};
-	bool rc = qp->init.type == IBV_QPT_RC;
+	enum ibv_qp_type t = qp->init.type;
+	bool rc = t == IBV_QPT_RC || t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV;
 
 	if (qp->state != IBV_QPS_RESET) {
 		a.qp_state = IBV_QPS_RESET;
@@ -646,9 +699,12 @@ void sim_connect_one(struct sim_qp *qp, const struct sim_qp *peer, const struct 
 	a.ah_attr.port_num = 1;
 	memcpy(a.ah_attr.grh.dgid.raw, peer->host->gid, 16);
 	a.ah_attr.grh.hop_limit = 64;
+	/* XRC halves ignore the other half's attributes, as verbs-shim strips them. */
 	sim_modify(qp, &a,
-		   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			   (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
+		   roce_qp_mask_used(
+			   t, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				      IBV_QP_RQ_PSN |
+				      (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)));
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -658,10 +714,11 @@ void sim_connect_one(struct sim_qp *qp, const struct sim_qp *peer, const struct 
 	a.rnr_retry = c->rnr_retry;
 	a.max_rd_atomic = c->max_rd_atomic;
 	sim_modify(qp, &a,
-		   IBV_QP_STATE | IBV_QP_SQ_PSN |
-			   (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					    IBV_QP_MAX_QP_RD_ATOMIC
-			       : 0));
+		   roce_qp_mask_used(t, IBV_QP_STATE | IBV_QP_SQ_PSN |
+						(rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+								 IBV_QP_RNR_RETRY |
+								 IBV_QP_MAX_QP_RD_ATOMIC
+						    : 0)));
 }
 
 void sim_connect(struct sim_qp *a, struct sim_qp *b, const struct sim_conn *c)
@@ -723,6 +780,8 @@ int sim_post_send(struct sim_qp *qp, const struct ibv_send_wr *wr)
 	wqe->imm_data = wr->imm_data;
 	wqe->length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length;
 	wqe->is_inline = wr->send_flags & IBV_SEND_INLINE;
+	if (qp->init.type == IBV_QPT_XRC_SEND)
+		wqe->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
 	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;

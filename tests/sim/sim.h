@@ -67,6 +67,11 @@ struct sim_srq {
 	uint32_t max_sge;
 	uint32_t limit; /* armed limit: SRQ_LIMIT_REACHED once fewer remain */
 	uint32_t limit_events;
+	/* XRC SRQs (sim_xrc_srq_new): number, domain, PD and the CQ its receives complete on */
+	uint32_t srqn;
+	uint32_t xrcd;
+	uint32_t pd;
+	struct sim_cq *cq;
 };
 
 struct sim_mr {
@@ -79,7 +84,13 @@ struct sim_mr {
 	uint8_t *addr;
 };
 
-enum { SIM_MAX_MR = 64, SIM_MAX_QP = 32, SIM_MAX_HOST = 8, SIM_MAX_EVENTS = 64 };
+enum {
+	SIM_MAX_MR = 64,
+	SIM_MAX_QP = 32,
+	SIM_MAX_HOST = 8,
+	SIM_MAX_EVENTS = 64,
+	SIM_MAX_XRC_SRQ = 8,
+};
 
 struct sim;
 
@@ -92,6 +103,8 @@ struct sim_host {
 	uint64_t path_last[SIM_MAX_HOST]; /* latest arrival so far of a packet to each host */
 	struct sim_mr mr[SIM_MAX_MR];
 	uint32_t nmr;
+	struct sim_srq *xrc_srq[SIM_MAX_XRC_SRQ]; /* by SRQ number - 1 */
+	uint32_t nxrc_srq;
 };
 
 /* What sim_qp_new() needs: the ibv_qp_init_attr of a verbs QP. */
@@ -103,6 +116,7 @@ struct sim_qp_init {
 	bool sig_all;
 	struct sim_cq *send_cq, *recv_cq;
 	struct sim_srq *srq; /* NULL: the QP has its own receive queue */
+	uint32_t xrcd;       /* XRC_RECV: its XRC domain (it has no PD, CQs or queues) */
 };
 
 struct sim_qp {
@@ -114,6 +128,8 @@ struct sim_qp {
 	enum ibv_qp_state state; /* as the owner sees it */
 	bool destroyed;
 	uint32_t to_error_calls;
+	uint32_t sq_error_calls;
+	struct sim_srq *xrc_cur;   /* XRC_RECV: the SRQ the request being handled names */
 	uint32_t late_completions; /* completions after destroy: must stay 0 */
 	enum ibv_event_type events[SIM_MAX_EVENTS];
 	uint64_t event_time[SIM_MAX_EVENTS];
@@ -188,6 +204,12 @@ bool sim_poll(struct sim_cq *cq, struct sim_wc *out);
 
 struct sim_srq *sim_srq_new(uint32_t slots, uint32_t max_sge);
 void sim_srq_free(struct sim_srq *srq);
+/*
+ * An XRC SRQ on @h (ibv_create_srq_ex with IBV_SRQT_XRC) in domain @xrcd, PD @pd, completing on
+ * @cq; its number is srq->srqn. Freed by sim_free().
+ */
+struct sim_srq *sim_xrc_srq_new(struct sim_host *h, uint32_t slots, uint32_t max_sge, uint32_t xrcd,
+				uint32_t pd, struct sim_cq *cq);
 /* ibv_post_srq_recv: 0, EINVAL or ENOMEM. */
 int sim_srq_post_recv(struct sim_srq *srq, struct ibv_recv_wr *wr);
 
@@ -225,7 +247,8 @@ void sim_ud_ready(struct sim_qp *qp, uint32_t qkey, enum ibv_mtu mtu);
 struct ibv_ah *sim_ah_new(struct sim_host *h, const struct sim_host *to);
 
 /*
- * ibv_post_send of one WR (wr->next ignored), filled as verbs-shim/qp_post.c does: 0, EINVAL
+ * ibv_post_send of one WR (wr->next ignored; XRC: wr->qp_type.xrc.remote_srqn), filled as
+ * verbs-shim/qp_post.c does: 0, EINVAL
  * (bad SGE count, inline too long, state before RTS) or ENOMEM (queue full). Posting in SQE or
  * ERR flushes the WR at once. The QP's packets are then sent.
  */

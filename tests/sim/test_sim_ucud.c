@@ -147,7 +147,7 @@ Test(sim_ucud, ud_wrong_qkey_and_too_long)
 	wr.wr.ud.remote_qkey = 0x9999;
 	wr.wr_id = 1;
 	cr_assert_eq(sim_post_send(p.a, &wr), 0);
-	/* Longer than the MTU: a local length error, and the QP fails. */
+	/* Longer than the MTU: a local length error, and the send queue stops (SQE). */
 	sge.length = 1025;
 	wr.wr_id = 2;
 	wr.wr.ud.remote_qkey = 0x1234;
@@ -158,4 +158,64 @@ Test(sim_ucud, ud_wrong_qkey_and_too_long)
 	wc = sim_expect_wc(p.a_scq);
 	cr_assert_eq(wc.wr_id, 2);
 	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR);
+}
+
+/*
+ * IBA 10.3.1: a UD (or UC) send that fails locally stops only the send queue (SQE): later sends
+ * are flushed, receiving goes on, and SQE -> RTS resumes sending.
+ */
+Test(sim_ucud, ud_send_error_enters_sqe)
+{
+	struct ibv_ah *ab, *ba;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS};
+
+	sim_pair_init(&p, IBV_QPT_UD, NULL, NULL, 5, 1 << 16);
+	ab = sim_ah_new(p.ha, p.hb);
+	ba = sim_ah_new(p.hb, p.ha);
+	sge = (struct ibv_sge){.addr = (uintptr_t)p.abuf, .length = 1025, .lkey = p.akey};
+	wr.wr.ud.ah = ab;
+	wr.wr.ud.remote_qpn = p.b->core.qpn;
+	wr.wr.ud.remote_qkey = 0x1234;
+	wr.wr_id = 1;
+	cr_assert_eq(sim_post_send(p.a, &wr), 0);
+	sge.length = 10;
+	wr.wr_id = 2;
+	cr_assert_eq(sim_post_send(p.a, &wr), 0);
+	run_idle();
+	cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_LOC_LEN_ERR);
+	cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_WR_FLUSH_ERR);
+	cr_assert_eq(p.a->state, IBV_QPS_SQE);
+	cr_assert_eq(p.a->core.state, IBV_QPS_SQE);
+	cr_assert_eq(p.a->sq_error_calls, 1);
+	cr_assert_eq(p.a->to_error_calls, 0);
+	/* Posted in SQE: flushed at once, nothing sent. */
+	wr.wr_id = 3;
+	cr_assert_eq(sim_post_send(p.a, &wr), 0);
+	cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_WR_FLUSH_ERR);
+	/* The receive side still works. */
+	cr_assert_eq(sim_recv(p.a, 7, p.abuf + 4096, 40 + 64, p.akey), 0);
+	sge = (struct ibv_sge){.addr = (uintptr_t)p.bbuf, .length = 64, .lkey = p.bkey};
+	wr.wr.ud.ah = ba;
+	wr.wr.ud.remote_qpn = p.a->core.qpn;
+	wr.wr_id = 4;
+	cr_assert_eq(sim_post_send(p.b, &wr), 0);
+	run_idle();
+	cr_assert_eq(sim_expect_wc(p.a_rcq).status, IBV_WC_SUCCESS);
+	/* SQE -> RTS: sending resumes. */
+	sim_modify(p.a, &rts, IBV_QP_STATE);
+	cr_assert_eq(sim_recv(p.b, 8, p.bbuf + 4096, 40 + 64, p.bkey), 0);
+	sge = (struct ibv_sge){.addr = (uintptr_t)p.abuf, .length = 64, .lkey = p.akey};
+	wr.wr.ud.ah = ab;
+	wr.wr.ud.remote_qpn = p.b->core.qpn;
+	wr.wr_id = 5;
+	cr_assert_eq(sim_post_send(p.a, &wr), 0);
+	run_idle();
+	cr_assert_eq(sim_expect_wc(p.a_scq).wr_id, 5);
+	cr_assert_eq(sim_expect_wc(p.b_rcq).wr_id, 8);
+	cr_assert_eq(memcmp(p.bbuf + 4096 + 40, p.abuf, 64), 0);
 }

@@ -2,11 +2,11 @@
 /*
  * QP state transitions (qp_state.h). The required and optional attributes are those Linux
  * enforces for verbs applications (ib_modify_qp_is_ok, drivers/infiniband/core/verbs.c), for the
- * three QP types uroce implements.
+ * QP types uroce implements; XRC_SEND is the kernel's XRC_INI, XRC_RECV its XRC_TGT.
  */
-#include "verbs-shim/qp_state.h"
+#include "transport/qp_state.h"
 
-enum { T_RC, T_UC, T_UD, T_NUM };
+enum { T_RC, T_UC, T_UD, T_XI, T_XT, T_NUM };
 
 struct transition {
 	bool valid;
@@ -24,6 +24,9 @@ struct transition {
 			 A(PATH_MIG_STATE),                                                        \
 		[T_UC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PATH_MIG_STATE),         \
 		[T_UD] = A(CUR_STATE) | A(QKEY),                                                   \
+		[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PATH_MIG_STATE),         \
+		[T_XT] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(MIN_RNR_TIMER) |         \
+			 A(PATH_MIG_STATE),                                                        \
 	}
 
 /* One row per current state, one entry per next state. */
@@ -38,6 +41,8 @@ static const struct transition table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+				[T_XI] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+				[T_XT] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 			},
 		},
 	},
@@ -50,6 +55,8 @@ static const struct transition table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+				[T_XI] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+				[T_XT] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 			},
 		},
 		[S(RTR)] = {
@@ -58,11 +65,16 @@ static const struct transition table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_RC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
 					 A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
 				[T_UC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
+				[T_XI] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
+				[T_XT] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
+					 A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
 			},
 			.opt = {
 				[T_RC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[T_UC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[T_UD] = A(PKEY_INDEX) | A(QKEY),
+				[T_XI] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
+				[T_XT] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 			},
 		},
 	},
@@ -76,6 +88,9 @@ static const struct transition table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(MAX_QP_RD_ATOMIC),
 				[T_UC] = A(SQ_PSN),
 				[T_UD] = A(SQ_PSN),
+				[T_XI] = A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) | A(SQ_PSN) |
+					 A(MAX_QP_RD_ATOMIC),
+				[T_XT] = A(TIMEOUT) | A(SQ_PSN),
 			},
 			.opt = RTS_OPT,
 		},
@@ -90,6 +105,8 @@ static const struct transition table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_RC] = A(EN_SQD_ASYNC_NOTIFY),
 				[T_UC] = A(EN_SQD_ASYNC_NOTIFY),
 				[T_UD] = A(EN_SQD_ASYNC_NOTIFY),
+				[T_XI] = A(EN_SQD_ASYNC_NOTIFY),
+				[T_XT] = A(EN_SQD_ASYNC_NOTIFY),
 			},
 		},
 	},
@@ -107,6 +124,12 @@ static const struct transition table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_UC] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
 					 A(PATH_MIG_STATE),
 				[T_UD] = A(PKEY_INDEX) | A(QKEY),
+				[T_XI] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
+					 A(MAX_QP_RD_ATOMIC) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(PKEY_INDEX) | A(PATH_MIG_STATE),
+				[T_XT] = A(PORT) | A(AV) | A(TIMEOUT) | A(MAX_DEST_RD_ATOMIC) |
+					 A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 			},
 		},
 	},
@@ -128,8 +151,8 @@ static const struct transition table[S(ERR) + 1][S(ERR) + 1] = {
 };
 /* clang-format on */
 
-bool uroce_qp_transition_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type,
-			    int mask)
+bool roce_qp_transition_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type,
+			   int mask)
 {
 	const struct transition *t;
 	int req, opt, ti;
@@ -143,6 +166,12 @@ bool uroce_qp_transition_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum 
 		break;
 	case IBV_QPT_UD:
 		ti = T_UD;
+		break;
+	case IBV_QPT_XRC_SEND:
+		ti = T_XI;
+		break;
+	case IBV_QPT_XRC_RECV:
+		ti = T_XT;
 		break;
 	default:
 		return false;
@@ -158,4 +187,16 @@ bool uroce_qp_transition_ok(enum ibv_qp_state cur, enum ibv_qp_state next, enum 
 	req = t->req[ti];
 	opt = t->opt[ti];
 	return (mask & req) == req && !(mask & ~(req | opt | A(STATE)));
+}
+
+int roce_qp_mask_used(enum ibv_qp_type type, int mask)
+{
+	switch (type) {
+	case IBV_QPT_XRC_SEND:
+		return mask & ~(A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER));
+	case IBV_QPT_XRC_RECV:
+		return mask & ~(A(MAX_QP_RD_ATOMIC) | A(RETRY_CNT) | A(RNR_RETRY));
+	default:
+		return mask;
+	}
 }
