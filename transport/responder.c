@@ -27,6 +27,7 @@ enum resp_step {
 	RESP_ERR_INVALID_REQ, /* class C: NAK, QP to Error, QP_REQ_ERR */
 	RESP_ERR_ACCESS,      /* class C: NAK, QP to Error, QP_ACCESS_ERR */
 	RESP_ERR_LENGTH,      /* the receive WQE is too short: LOC_LEN_ERR and invalid request */
+	RESP_ERR_RECV_PROT,   /* its lkey refuses: LOC_PROT_ERR and remote operational error */
 	RESP_DROP,            /* UC/UD: silently discarded */
 };
 
@@ -352,9 +353,24 @@ static uint64_t atomic_execute(const struct roce_pkt *pkt, uint8_t *host)
 	return orig;
 }
 
+/* Write @len bytes at byte @off of the receive WQE; the ending if its scatter list refuses. */
+static enum resp_step place(struct roce_qp *qp, uint32_t off, const uint8_t *data, uint32_t len)
+{
+	switch (roce_sgl_copy(qp, qp->resp.wqe.sge, qp->resp.wqe.num_sge, off, (uint8_t *)data, len,
+			      true)) {
+	case ROCE_MEM_OK:
+		return RESP_COMPLETE;
+	case ROCE_MEM_BOUNDS:
+		return RESP_ERR_LENGTH;
+	default:
+		return RESP_ERR_RECV_PROT; /* a bad key in the WQE: a malformed receive WQE */
+	}
+}
+
 static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 {
 	const struct roce_pkt *pkt = c->pkt;
+	enum resp_step step;
 
 	if (c->flags & ROCE_OPF_SEND) {
 		uint32_t off = qp->resp.recv_off;
@@ -369,16 +385,15 @@ static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 			make_grh(grh, c->ip,
 				 (size_t)pkt->info->hdr_len + len + roce_pad_len(len) +
 					 ROCE_ICRC_LEN);
-			if (roce_sgl_copy(qp, qp->resp.wqe.sge, qp->resp.wqe.num_sge, 0, grh,
-					  ROCE_GRH_LEN, true) != ROCE_MEM_OK)
-				return RESP_ERR_LENGTH;
+			step = place(qp, 0, grh, ROCE_GRH_LEN);
+			if (step != RESP_COMPLETE)
+				return step;
 			off = ROCE_GRH_LEN;
 		}
 		if (len > qp->resp.wqe.length - off)
 			return RESP_ERR_LENGTH;
-		if (len && roce_sgl_copy(qp, qp->resp.wqe.sge, qp->resp.wqe.num_sge, off,
-					 (uint8_t *)pkt->payload, len, true) != ROCE_MEM_OK)
-			return RESP_ERR_LENGTH;
+		if (len && (step = place(qp, off, pkt->payload, len)) != RESP_COMPLETE)
+			return step;
 		qp->resp.recv_off = off + len;
 	} else if (c->flags & ROCE_OPF_WRITE) {
 		if (c->flags & (ROCE_OPF_FIRST | ROCE_OPF_ONLY)) {
@@ -536,6 +551,20 @@ void roce_resp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, const struct
 				fatal_nak(qp, &c, ROCE_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR);
 			else
 				roce_qp_fatal(qp);
+			return;
+		case RESP_ERR_RECV_PROT:
+			/*
+			 * PROTOCOL.md 3.6: a malformed receive WQE NAKs with a remote operational
+			 * error; the responder's own completion names the cause, as hardware does.
+			 * A completion error raises no affiliated event (IBA 11.6.3).
+			 */
+			complete_recv(qp, &c, IBV_WC_LOC_PROT_ERR, 0);
+			if (roce_qp_reliable(qp)) {
+				queue_ack(qp, roce_aeth_syndrome(ROCE_AETH_NAK, ROCE_NAK_REMOTE_OP),
+					  pkt->bth.psn, true);
+				qp->resp.state = ROCE_RESP_ERROR;
+			}
+			roce_qp_fatal(qp);
 			return;
 		case RESP_ERR_INVALID_REQ:
 			fatal_nak(qp, &c, ROCE_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR);

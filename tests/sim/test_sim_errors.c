@@ -304,6 +304,30 @@ Test(sim_err, receive_too_short)
 	expect_flushed(p.b_rcq, 51, 51);
 }
 
+/* A receive WQE whose lkey refuses: LOC_PROT_ERR there, remote operational error here. */
+Test(sim_err, receive_with_bad_lkey)
+{
+	struct ibv_wc wc;
+
+	sim_pair_init(&p, IBV_QPT_RC, NULL, NULL, 12, 1 << 16);
+	cr_assert_eq(sim_recv(p.b, 50, p.bbuf, 1000, p.bkey + 1), 0);
+	cr_assert_eq(sim_recv(p.b, 51, p.bbuf, 1000, p.bkey), 0);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_SEND, p.abuf, 500, p.akey, 0, 0, 0), 0);
+	post_second();
+	run_idle();
+	wc = sim_expect_wc(p.a_scq);
+	cr_assert_eq(wc.wr_id, 1);
+	cr_assert_eq(wc.status, IBV_WC_REM_OP_ERR, "status %d", wc.status);
+	expect_flushed(p.a_scq, 2, 2);
+	wc = sim_expect_wc(p.b_rcq);
+	cr_assert_eq(wc.wr_id, 50);
+	cr_assert_eq(wc.status, IBV_WC_LOC_PROT_ERR);
+	expect_flushed(p.b_rcq, 51, 51);
+	cr_assert_eq(p.a->state, IBV_QPS_ERR);
+	cr_assert_eq(p.b->state, IBV_QPS_ERR);
+	cr_assert_eq(p.b->nevents, 0, "a completion error raises no event");
+}
+
 Test(sim_err, local_protection_error)
 {
 	struct ibv_wc wc;
