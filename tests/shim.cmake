@@ -54,3 +54,36 @@ foreach(_pp IN LISTS _pingpongs)
                        SKIP_RETURN_CODE 77)
 endforeach()
 set_tests_properties(pingpong_rc_capture PROPERTIES ENVIRONMENT PCAP_CHECK=1)
+
+# perftest, unmodified, as two processes on loopback (perftest.sh): each operation, the latency
+# and bandwidth programs, UC, UD and XRC, several QPs and bidirectional. Without -R (rdma_cm).
+# NAME|TCP port|program and arguments
+set(_perftests
+  "send_bw|18630|ib_send_bw -d uroce_lo -x 0 -n 300"
+  "write_bw|18631|ib_write_bw -d uroce_lo -x 0 -n 300"
+  "read_bw|18632|ib_read_bw -d uroce_lo -x 0 -n 300"
+  "atomic_bw|18633|ib_atomic_bw -d uroce_lo -x 0 -n 300"
+  "send_lat|18634|ib_send_lat -d uroce_lo -x 0 -n 300"
+  "write_lat|18635|ib_write_lat -d uroce_lo -x 0 -n 300"
+  "read_lat|18636|ib_read_lat -d uroce_lo -x 0 -n 300"
+  "atomic_lat|18637|ib_atomic_lat -d uroce_lo -x 0 -n 300"
+  "uc_write_bw|18638|ib_write_bw -d uroce_lo -x 0 -n 300 -c UC"
+  "ud_send_bw|18639|ib_send_bw -d uroce_lo -x 0 -n 300 -c UD"
+  "xrc_send_bw|18640|ib_send_bw -d uroce_lo -x 0 -n 300 -c XRC"
+  "xrc_read_bw|18641|ib_read_bw -d uroce_lo -x 0 -n 300 -c XRC"
+  "write_bw_4qp|18642|ib_write_bw -d uroce_lo -x 0 -n 300 -q 4"
+  "send_bw_bidir|18643|ib_send_bw -d uroce_lo -x 0 -n 300 -b"
+  "write_bw_sizes|18644|ib_write_bw -d uroce_lo -x 0 -n 20 -a"
+)
+foreach(_pt IN LISTS _perftests)
+  string(REPLACE "|" ";" _f "${_pt}")
+  list(GET _f 0 _name)
+  list(GET _f 1 _port)
+  list(GET _f 2 _cmdline)
+  separate_arguments(_cmd UNIX_COMMAND "${_cmdline}")
+  add_test(NAME perftest_${_name}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/perftest.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+            "${UROCE_SANITIZE}" ${_port} ${_cmd})
+  set_tests_properties(perftest_${_name} PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+endforeach()
