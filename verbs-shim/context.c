@@ -11,6 +11,7 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/objects.h"
 #include "verbs-shim/ops.h"
+#include "verbs-shim/port_events.h"
 #include "verbs-shim/xrcd.h"
 
 UROCE_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
@@ -123,6 +124,8 @@ UROCE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	context->abi_compat = (void *)UINTPTR_MAX;
 	ctx->vctx.sz = sizeof(struct verbs_context);
 	context_ops(ctx);
+	/* Without a link listener the context works, only without port events (reported). */
+	ctx->port_events = !uroce_port_events_register(ctx);
 	return context;
 }
 
@@ -131,6 +134,8 @@ UROCE_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct uroce_context *ctx = to_uctx(context);
 
 	/* Like rdma-core, objects still open on the context are the application's leak. */
+	if (ctx->port_events)
+		uroce_port_events_unregister(ctx);
 	close(context->cmd_fd);
 	uroce_evq_destroy(&ctx->async);
 	pthread_mutex_destroy(&context->mutex);

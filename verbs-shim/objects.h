@@ -28,6 +28,7 @@ struct uroce_context {
 	struct verbs_context vctx; /* first; applications hold &vctx.context */
 	struct uroce_device *dev;
 	struct uroce_evq async; /* behind context.async_fd */
+	bool port_events;       /* registered for port events (port_events.h) */
 };
 
 struct uroce_pd {
