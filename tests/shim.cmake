@@ -25,6 +25,23 @@ if(UROCE_SANITIZE STREQUAL "address")
   set_tests_properties(test_shim_cq PROPERTIES ENVIRONMENT "ASAN_OPTIONS=use_sigaltstack=0")
 endif()
 
+# Tests that run a program as a server and a client process through uroce-run (SCRIPT, see
+# shim/two-procs.sh): one test PREFIX_NAME per "NAME|TCP port|program and arguments" of LIST.
+function(uroce_two_process_tests prefix script list)
+  foreach(_entry IN LISTS list)
+    string(REPLACE "|" ";" _f "${_entry}")
+    list(GET _f 0 _name)
+    list(GET _f 1 _port)
+    list(GET _f 2 _cmdline)
+    separate_arguments(_cmd UNIX_COMMAND "${_cmdline}")
+    add_test(NAME ${prefix}_${_name}
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/${script} ${CMAKE_BINARY_DIR}/bin/uroce-run
+              "${UROCE_SANITIZE}" ${_port} ${_cmd})
+    set_tests_properties(${prefix}_${_name} PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                         SKIP_RETURN_CODE 77)
+  endforeach()
+endfunction()
+
 # rdma-core's pingpong examples, unmodified, as two processes on loopback (pingpong.sh).
 # NAME|TCP port|program and arguments
 set(_pingpongs
@@ -41,18 +58,7 @@ set(_pingpongs
   "xsrq|18621|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 50 -s 10000 -m 1024"
   "xsrq_events|18622|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 20 -s 64 -e"
 )
-foreach(_pp IN LISTS _pingpongs)
-  string(REPLACE "|" ";" _f "${_pp}")
-  list(GET _f 0 _name)
-  list(GET _f 1 _port)
-  list(GET _f 2 _cmdline)
-  separate_arguments(_cmd UNIX_COMMAND "${_cmdline}")
-  add_test(NAME pingpong_${_name}
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/pingpong.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
-            "${UROCE_SANITIZE}" ${_port} ${_cmd})
-  set_tests_properties(pingpong_${_name} PROPERTIES LABELS "shim;integration" TIMEOUT 120
-                       SKIP_RETURN_CODE 77)
-endforeach()
+uroce_two_process_tests(pingpong shim/pingpong.sh "${_pingpongs}")
 set_tests_properties(pingpong_rc_capture PROPERTIES ENVIRONMENT PCAP_CHECK=1)
 
 # perftest, unmodified, as two processes on loopback (perftest.sh): each operation, the latency
@@ -75,15 +81,4 @@ set(_perftests
   "send_bw_bidir|18643|ib_send_bw -d uroce_lo -x 0 -n 300 -b"
   "write_bw_sizes|18644|ib_write_bw -d uroce_lo -x 0 -n 20 -a"
 )
-foreach(_pt IN LISTS _perftests)
-  string(REPLACE "|" ";" _f "${_pt}")
-  list(GET _f 0 _name)
-  list(GET _f 1 _port)
-  list(GET _f 2 _cmdline)
-  separate_arguments(_cmd UNIX_COMMAND "${_cmdline}")
-  add_test(NAME perftest_${_name}
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/perftest.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
-            "${UROCE_SANITIZE}" ${_port} ${_cmd})
-  set_tests_properties(perftest_${_name} PROPERTIES LABELS "shim;integration" TIMEOUT 120
-                       SKIP_RETURN_CODE 77)
-endforeach()
+uroce_two_process_tests(perftest shim/perftest.sh "${_perftests}")

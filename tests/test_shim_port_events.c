@@ -14,19 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static struct ibv_context *open_named(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	cr_assert_not_null(list);
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	cr_assert_not_null(ctx, "no device %s", name);
-	return ctx;
-}
+#include "shim/lo.h"
 
 /* The next async event within 5 s. */
 static enum ibv_event_type next_event(struct ibv_context *ctx)
@@ -63,8 +51,8 @@ Test(shim_port_events, link_down_and_up, .timeout = 30)
 	/* veth reports its carrier a moment after both ends are up. */
 	for (int i = 0; i < 100 && system("ip link show v0 | grep -q LOWER_UP"); i++)
 		usleep(10000);
-	a = open_named("uroce_v0");
-	b = open_named("uroce_v0");
+	a = open_device_named("uroce_v0");
+	b = open_device_named("uroce_v0");
 	cr_assert_eq(port_state(a), IBV_PORT_ACTIVE);
 	cr_assert_eq(system("ip link set v1 down"), 0);
 	cr_assert_eq(next_event(a), IBV_EVENT_PORT_ERR);

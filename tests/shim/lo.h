@@ -12,18 +12,24 @@
 
 #define LO_DEVICE "uroce_lo"
 
-static inline struct ibv_context *open_lo(void)
+/* Open the device called @name; fails the test if there is none or it does not open. */
+static inline struct ibv_context *open_device_named(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;
 
 	cr_assert_not_null(list);
 	for (int i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), LO_DEVICE))
+		if (!strcmp(ibv_get_device_name(list[i]), name))
 			ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
-	cr_assert_not_null(ctx, "no %s device, or it does not open", LO_DEVICE);
+	cr_assert_not_null(ctx, "no %s device, or it does not open", name);
 	return ctx;
+}
+
+static inline struct ibv_context *open_lo(void)
+{
+	return open_device_named(LO_DEVICE);
 }
 
 static inline union ibv_gid lo_ipv4_gid(void)

@@ -6,40 +6,20 @@
 # Usage: pingpong.sh UROCE_RUN SANITIZER TCP_PORT PROGRAM [ARGS...]
 set -uo pipefail
 
-run=$1 sanitizer=$2 port=$3 prog=$4
+prog=$4
+. "$(dirname "$0")/two-procs.sh"
+SERVER_CAPTURE=${PCAP_CHECK:-0} two_procs "$@"
 shift 4
-if [[ $sanitizer == thread ]]; then
-	echo "pingpong: skipped: system programs cannot load a ThreadSanitizer build of uroce"
-	exit 77
-fi
-dir=$(mktemp -d)
-trap 'kill $server 2>/dev/null; rm -rf "$dir"' EXIT
-# Each test its own UDP port (below the ephemeral range): tests run in parallel and the
-# rendezvous is per port.
-export UROCE_UDP_PORT=$((port + 10000))
-
-UROCE_PCAP="$dir/server.pcap" timeout 60 "$run" "$prog" -p "$port" "$@" >"$dir/server.out" 2>&1 &
-server=$!
-# The server listens on its TCP port once its QP exists.
-for ((i = 0; i < 100; i++)); do
-	ss -Hltn "sport = :$port" | grep -q . && break
-	sleep 0.05
-done
-timeout 60 "$run" "$prog" -p "$port" "$@" 127.0.0.1 >"$dir/client.out" 2>&1
-client_rc=$?
-wait $server
-server_rc=$?
 fail=0
 for side in server client; do
 	rc_var=${side}_rc
 	# The examples end with their throughput; ibv_xsrq_pingpong with "success".
 	if [[ ${!rc_var} != 0 ]] || ! grep -qE "bytes in .* seconds|^success$" "$dir/$side.out"; then
-		echo "FAIL: $prog $* ($side) exited ${!rc_var}:" >&2
-		sed 's/^/  | /' "$dir/$side.out" >&2
+		echo "FAIL: $prog $* ($side) exited ${!rc_var}" >&2
 		fail=1
 	fi
 done
-((fail)) && exit 1
+((fail)) && show_outputs && exit 1
 cat "$dir/client.out"
 
 if [[ ${PCAP_CHECK:-0} == 1 ]]; then
