@@ -43,6 +43,7 @@ struct uroce_net {
 	struct uroce_progress *progress; /* set by init, on the progress thread */
 	struct uroce_rdv *rdv;           /* likewise */
 	_Atomic uint64_t rx_packets, tx_packets, tx_errors, rx_short, rx_unknown_qpn;
+	atomic_bool no_gso; /* a GSO send failed with EIO/EINVAL: send one by one */
 };
 
 uint64_t uroce_now(void)
@@ -94,10 +95,14 @@ static int watch_pair(struct uroce_progress *p, const struct uroce_udp s[FAMILIE
 
 static void deliver(struct uroce_net *net, const struct uroce_rx *rx)
 {
+	struct uroce_rx r = *rx;
+
+	/* First, so that the capture shows the IPv4 ID the frame had on the wire. */
+	r.icrc = roce_icrc_verify(&r.ip, r.roce, r.len);
 	if (net->pcap)
-		uroce_pcap_write(net->pcap, &rx->ip, rx->roce, rx->len, wall_clock());
+		uroce_pcap_write(net->pcap, &r.ip, r.roce, r.len, wall_clock());
 	atomic_fetch_add(&net->rx_packets, 1);
-	net->ops->recv(net->arg, rx);
+	net->ops->recv(net->arg, &r);
 }
 
 static void flush_capture(struct uroce_timer *t, uint64_t now)
@@ -293,28 +298,54 @@ void uroce_net_free_qpn(struct uroce_net *net, uint32_t qpn)
 	uroce_qpn_free(&net->qpn, qpn);
 }
 
-int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len)
+/* The socket for @f, or an error for @f and @len (net.h). */
+static int check_send(struct uroce_net *net, const struct roce_ipudp *f, size_t len,
+		      const struct uroce_udp **s)
 {
 	bool v4 = roce_gid_is_v4(f->sgid);
-	const struct uroce_udp *s = &net->udp[v4 ? V4 : V6];
-	struct roce_ipudp g = *f;
-	int err;
 
-	if (v4 != roce_gid_is_v4(f->dgid) || s->fd < 0)
-		err = EAFNOSUPPORT;
-	else if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN)
-		err = EINVAL;
-	else if (len > ROCE_IP_LEN_MAX - roce_ipudp_hdr_len(f))
-		err = EMSGSIZE;
-	else
-		err = 0;
+	*s = &net->udp[v4 ? V4 : V6];
+	if (v4 != roce_gid_is_v4(f->dgid) || (*s)->fd < 0)
+		return EAFNOSUPPORT;
+	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN)
+		return EINVAL;
+	if (len > ROCE_IP_LEN_MAX - roce_ipudp_hdr_len(f))
+		return EMSGSIZE;
+	return 0;
+}
+
+/* @f as it leaves this process's socket @s, with IPv4 ID @id (PROTOCOL.md §2.1). */
+static struct roce_ipudp on_wire(struct uroce_net *net, const struct uroce_udp *s,
+				 const struct roce_ipudp *f, uint16_t id)
+{
+	struct roce_ipudp g = *f;
+	bool v4 = roce_gid_is_v4(f->sgid);
+
+	g.sport = s->port;
+	g.dport = net->cfg.udp_port;
+	g.ip_id = v4 ? id : 0;
+	g.ip_frag = v4 ? ROCE_IPV4_DF : 0;
+	g.udp_csum = 0;
+	return g;
+}
+
+/* Count and record a sent datagram. */
+static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce, size_t len)
+{
+	if (net->pcap)
+		uroce_pcap_write(net->pcap, g, roce, len, wall_clock());
+	atomic_fetch_add(&net->tx_packets, 1);
+}
+
+int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len)
+{
+	const struct uroce_udp *s;
+	struct roce_ipudp g;
+	int err = check_send(net, f, len, &s);
+
 	if (!err) {
-		g.sport = s->port;
-		g.dport = net->cfg.udp_port;
 		/* PROTOCOL.md §2.1: the ICRC covers the IPv4 ID; the kernel sends 0 with DF. */
-		g.ip_id = 0;
-		g.ip_frag = v4 ? ROCE_IPV4_DF : 0;
-		g.udp_csum = 0;
+		g = on_wire(net, s, f, 0);
 		roce_icrc_fill(&g, roce, len);
 		err = uroce_udp_send(s, &g, roce, len);
 	}
@@ -322,10 +353,87 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
 		atomic_fetch_add(&net->tx_errors, 1);
 		return err;
 	}
-	if (net->pcap)
-		uroce_pcap_write(net->pcap, &g, roce, len, wall_clock());
-	atomic_fetch_add(&net->tx_packets, 1);
+	sent(net, &g, roce, len);
 	return 0;
+}
+
+/* How many of lens[0..n) one GSO send takes: equal lengths, the last may be shorter. */
+static unsigned int gso_run(const uint16_t *lens, unsigned int n, size_t *bytes)
+{
+	unsigned int k = 1;
+
+	*bytes = lens[0];
+	while (k < n && k < UROCE_UDP_GSO_SEGS && lens[k] <= lens[0] &&
+	       *bytes + lens[k] <= UROCE_UDP_GSO_MAX) {
+		*bytes += lens[k];
+		if (lens[k++] < lens[0])
+			break; /* a shorter one ends the run */
+	}
+	return k;
+}
+
+/* Send @n datagrams one by one, each with ID 0 (a path without UDP GSO). */
+static int send_each(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
+		     const uint16_t *lens, unsigned int n)
+{
+	int err = 0;
+
+	for (unsigned int j = 0; j < n; buf += lens[j], j++) {
+		int e = uroce_net_send(net, f, buf, lens[j]);
+
+		if (!err)
+			err = e;
+	}
+	return err;
+}
+
+int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
+			 const uint16_t *lens, unsigned int n)
+{
+	int err = 0;
+
+	for (unsigned int i = 0; i < n;) {
+		const struct uroce_udp *s;
+		size_t bytes;
+		unsigned int k = gso_run(lens + i, n - i, &bytes);
+		int e = check_send(net, f, lens[i], &s);
+		uint8_t *p = buf;
+
+		if (!e && k > 1 && !atomic_load(&net->no_gso)) {
+			/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
+			for (unsigned int j = 0; j < k; p += lens[i + j], j++) {
+				struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
+
+				roce_icrc_fill(&g, p, lens[i + j]);
+			}
+			struct roce_ipudp g0 = on_wire(net, s, f, 0);
+
+			e = uroce_udp_send_gso(s, &g0, buf, bytes, lens[i]);
+			if (e == EIO || e == EINVAL) {
+				/* No UDP GSO on this path: from now on one by one. */
+				atomic_store(&net->no_gso, true);
+				e = send_each(net, f, buf, lens + i, k);
+			} else if (!e) {
+				p = buf;
+				for (unsigned int j = 0; j < k; p += lens[i + j], j++) {
+					struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
+
+					sent(net, &g, p, lens[i + j]);
+				}
+			} else {
+				atomic_fetch_add(&net->tx_errors, k);
+			}
+		} else if (!e) {
+			e = send_each(net, f, buf, lens + i, k);
+		} else {
+			atomic_fetch_add(&net->tx_errors, k);
+		}
+		if (!err)
+			err = e;
+		buf += bytes;
+		i += k;
+	}
+	return err;
 }
 
 void uroce_timer_arm(struct uroce_net *net, struct uroce_timer *t, uint64_t deadline)

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/icrc.h"
 #include "transport/ipudp.h"
 
 struct uroce_net;
@@ -28,20 +29,23 @@ struct uroce_net;
 /* One received RoCEv2 datagram. */
 struct uroce_rx {
 	/*
-	 * Addresses and ports as received; tos and ttl from the IP header; ip_id 0 and ip_frag
-	 * ROCE_IPV4_DF (the kernel does not report them: roce_icrc_verify() recovers the ID).
+	 * Addresses and ports as received; tos and ttl from the IP header; ip_frag ROCE_IPV4_DF
+	 * and ip_id as the ICRC check recovered it (the kernel reports neither; GSO segments
+	 * carry IDs 0, 1, 2, ...), so that the capture shows the frame as it was on the wire.
 	 */
 	struct roce_ipudp ip;
 	const uint8_t *roce; /* UDP payload: BTH .. ICRC, valid during the callback only */
 	size_t len;
-	uint64_t now; /* uroce_now() when the batch was taken */
+	uint64_t now;               /* uroce_now() when the batch was taken */
+	enum roce_icrc_result icrc; /* the ICRC check, done before the capture */
 };
 
 struct uroce_net_ops {
 	/*
 	 * A datagram whose DestQP this process owns, or for QP 1 (every process gets those) or
 	 * multicast DestQP 0xFFFFFF (likewise). Called on the progress thread, never concurrently
-	 * with itself or a timer callback. The ICRC is not yet verified.
+	 * with itself or a timer callback. rx->icrc says whether the ICRC holds; a bad one is
+	 * delivered (and captured) all the same, for the owner to count and drop.
 	 */
 	void (*recv)(void *arg, const struct uroce_rx *rx);
 };
@@ -87,6 +91,17 @@ void uroce_net_free_qpn(struct uroce_net *net, uint32_t qpn);
  * that could not be sent is simply lost, as on a wire.
  */
 int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len);
+
+/*
+ * Transmit @n RoCEv2 datagrams to one destination @f, laid out back to back in @buf: the first
+ * lens[0] bytes, then lens[1], ... Each is finished as uroce_net_send() does; runs of equal
+ * length (the last of a run may be shorter, as a message's LAST packet) leave in one UDP GSO
+ * send, with the IPv4 IDs the kernel gives the segments in their ICRCs. Where the path cannot do
+ * GSO they go one by one. Returns 0 or the first error (as uroce_net_send); the others of the
+ * train are still attempted.
+ */
+int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
+			 const uint16_t *lens, unsigned int n);
 
 /* A deadline on the progress thread. Embed it; all fields are the timer module's. */
 struct uroce_timer {

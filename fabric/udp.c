@@ -151,12 +151,14 @@ static void put_cmsg(struct msghdr *msg, int level, int type, const void *data, 
 	msg->msg_controllen += CMSG_SPACE(len);
 }
 
-int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
-		   size_t len)
+/* One sendmsg of @len bytes; @seg > 0 makes it a UDP GSO send of @seg-byte datagrams. */
+static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
+		    size_t len, uint16_t seg)
 {
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int)) +
+			 CMSG_SPACE(sizeof(uint16_t))];
 	} control;
 	struct sockaddr_storage to = {0};
 	struct iovec iov = {.iov_base = (void *)roce, .iov_len = len};
@@ -195,6 +197,8 @@ int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const 
 		put_cmsg(&msg, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
 		put_cmsg(&msg, IPPROTO_IPV6, IPV6_HOPLIMIT, &ttl, sizeof(ttl));
 	}
+	if (seg)
+		put_cmsg(&msg, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
 	if (sendmsg(s->fd, &msg, MSG_NOSIGNAL) >= 0)
 		return 0;
 	err = errno;
@@ -205,6 +209,22 @@ int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const 
 	if ((err == ENETUNREACH || err == EINVAL) && !is_local(s->family, f->sgid))
 		return EADDRNOTAVAIL;
 	return err;
+}
+
+int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
+		   size_t len)
+{
+	return send_one(s, f, roce, len, 0);
+}
+
+int uroce_udp_send_gso(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
+		       size_t len, uint16_t seg)
+{
+	if (!seg || len <= seg)
+		return send_one(s, f, roce, len, 0);
+	if (len > UROCE_UDP_GSO_MAX || len > (size_t)seg * UROCE_UDP_GSO_SEGS)
+		return EMSGSIZE;
+	return send_one(s, f, roce, len, seg);
 }
 
 int uroce_udp_rx_source(struct roce_ipudp *f, const struct uroce_udp *s, const void *name,

@@ -55,6 +55,21 @@ void uroce_udp_close(struct uroce_udp *s);
 int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
 		   size_t len);
 
+/* The most one GSO send may carry: bytes of UDP payload, and datagrams (UDP_MAX_SEGMENTS). */
+#define UROCE_UDP_GSO_MAX  65000u
+#define UROCE_UDP_GSO_SEGS 64u
+
+/*
+ * Send the datagrams laid out back to back in @roce (@len bytes): each @seg bytes but the last,
+ * which may be shorter, as one UDP GSO send (UDP_SEGMENT); a single datagram is a plain send.
+ * The kernel (or the NIC) cuts them apart. For IPv4 with DF from this unconnected socket it
+ * numbers their IP IDs 0, 1, 2, ... (inet_gso_segment), which ICRCs must follow. Returns as
+ * uroce_udp_send(), or EMSGSIZE for more than UROCE_UDP_GSO_MAX bytes or UROCE_UDP_GSO_SEGS
+ * datagrams; EIO or EINVAL if the kernel cannot do UDP GSO on this path.
+ */
+int uroce_udp_send_gso(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
+		       size_t len, uint16_t seg);
+
 /*
  * Receive one datagram from @s without waiting, outside the progress thread (which must not be
  * receiving on @s): its UDP payload into @buf (@cap bytes), and @f as the progress thread would

@@ -57,9 +57,10 @@ set(_pingpongs
   "srq_16qp|18620|ibv_srq_pingpong -d uroce_lo -g 0 -n 50 -s 2048 -c"
   "xsrq|18621|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 50 -s 10000 -m 1024"
   "xsrq_events|18622|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 20 -s 64 -e"
+  "rc_capture_64k|18623|ibv_rc_pingpong -d uroce_lo -g 0 -n 10 -s 65536 -m 1024 -c"
 )
 uroce_two_process_tests(pingpong shim/pingpong.sh "${_pingpongs}")
-set_tests_properties(pingpong_rc_capture PROPERTIES ENVIRONMENT PCAP_CHECK=1)
+set_tests_properties(pingpong_rc_capture pingpong_rc_capture_64k PROPERTIES ENVIRONMENT PCAP_CHECK=1)
 
 # perftest, unmodified, as two processes on loopback (perftest.sh): each operation, the latency
 # and bandwidth programs, UC, UD and XRC, several QPs and bidirectional. Without -R (rdma_cm).

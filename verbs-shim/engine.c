@@ -14,10 +14,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fabric/net.h"
-#include "transport/icrc.h"
 #include "verbs-shim/async.h"
 #include "verbs-shim/cq.h"
 #include "verbs-shim/mr.h"
@@ -95,8 +95,44 @@ static void rearm(struct uroce_qp *qp)
 	uroce_timer_arm(net, &qp->timer, t);
 }
 
-/* Send everything the core has ready. qp->lock held. */
-static void drain(struct uroce_qp *qp, uint64_t now)
+/*
+ * Packets the core produced for one destination, sent as one train (uroce_net_send_train: runs
+ * of equal length leave as one UDP GSO send). One per thread, allocated on first use.
+ */
+enum { TRAIN_PKTS = 64, TRAIN_BYTES = 65536 + ROCE_PKT_MAX };
+
+struct train {
+	uint8_t buf[TRAIN_BYTES];
+	uint16_t lens[TRAIN_PKTS];
+};
+
+static pthread_key_t train_key;
+static pthread_once_t train_once = PTHREAD_ONCE_INIT;
+
+static void train_key_init(void)
+{
+	if (pthread_key_create(&train_key, free))
+		abort(); /* only EAGAIN (keys exhausted) or ENOMEM at library start */
+}
+
+static struct train *train_get(void)
+{
+	struct train *t;
+
+	pthread_once(&train_once, train_key_init);
+	t = pthread_getspecific(train_key);
+	if (!t) {
+		t = malloc(sizeof(*t));
+		if (t && pthread_setspecific(train_key, t)) {
+			free(t);
+			t = NULL;
+		}
+	}
+	return t;
+}
+
+/* Send everything the core has ready, one packet at a time (no train buffer). */
+static void drain_one_by_one(struct uroce_qp *qp, uint64_t now)
 {
 	uint8_t buf[ROCE_PKT_MAX];
 	struct roce_dest dest;
@@ -109,6 +145,43 @@ static void drain(struct uroce_qp *qp, uint64_t now)
 		if (!path_of(qp, dest.ah, &f))
 			uroce_net_send(net, &f, buf, len);
 	}
+}
+
+/* Send everything the core has ready, in trains per destination. qp->lock held. */
+static void drain(struct uroce_qp *qp, uint64_t now)
+{
+	struct train *t = train_get();
+	struct roce_ipudp f, next;
+	struct roce_dest dest;
+	unsigned int n = 0;
+	size_t off = 0, len;
+
+	if (!t) {
+		drain_one_by_one(qp, now);
+		rearm(qp);
+		return;
+	}
+	while ((len = roce_qp_write_pkt(&qp->core, t->buf + off, &dest, now))) {
+		if (path_of(qp, dest.ah, &next))
+			continue; /* no source address: the packet is lost (net.h) */
+		if (n && memcmp(&next, &f, sizeof(f))) {
+			/* Another destination (UD): the train so far leaves first. */
+			uroce_net_send_train(net, &f, t->buf, t->lens, n);
+			memmove(t->buf, t->buf + off, len);
+			off = 0;
+			n = 0;
+		}
+		f = next;
+		t->lens[n++] = (uint16_t)len;
+		off += len;
+		if (n == TRAIN_PKTS || off + ROCE_PKT_MAX > TRAIN_BYTES) {
+			uroce_net_send_train(net, &f, t->buf, t->lens, n);
+			off = 0;
+			n = 0;
+		}
+	}
+	if (n)
+		uroce_net_send_train(net, &f, t->buf, t->lens, n);
 	rearm(qp);
 }
 
@@ -123,7 +196,7 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&drops.malformed, 1);
 		return;
 	}
-	if (roce_icrc_verify(&ip, rx->roce, rx->len) == ROCE_ICRC_BAD) {
+	if (rx->icrc == ROCE_ICRC_BAD) {
 		atomic_fetch_add(&drops.bad_icrc, 1);
 		return;
 	}

@@ -35,4 +35,7 @@ if [[ ${PCAP_CHECK:-0} == 1 ]]; then
 		"${tshark[@]}" | head -20 >&2
 		exit 1
 	fi
+	# Each ICRC, checked by scapy and the reference oracle (tshark does not check them).
+	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$(dirname "$0")/../oracle/pcap_icrc.py" \
+		"$dir/server.pcap" "$UROCE_UDP_PORT" || exit 1
 fi

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uroce_net_send_train (fabric/net.h): a message's packets leave as UDP GSO sends, cut by the
+ * kernel, each with the ICRC of the IPv4 ID the kernel gives it, so that a receiver that checks
+ * ICRCs as hardware does (with the real ID) accepts every one; runs of other lengths and a
+ * shorter last packet; and the capture shows each packet with that ID.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fabric/net.h"
+#include "transport/icrc.h"
+#include "transport/wire.h"
+
+enum { MAXGOT = 128, PORT = 24870 };
+
+struct got {
+	struct roce_ipudp ip;
+	uint8_t roce[4200];
+	size_t len;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static struct got got[MAXGOT];
+static int ngot;
+static struct uroce_net *net;
+
+static void on_recv(void *arg, const struct uroce_rx *rx)
+{
+	(void)arg;
+	pthread_mutex_lock(&lock);
+	if (ngot < MAXGOT && rx->len <= sizeof(got[0].roce)) {
+		got[ngot].ip = rx->ip;
+		got[ngot].len = rx->len;
+		memcpy(got[ngot].roce, rx->roce, rx->len);
+		ngot++;
+	}
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+}
+
+static const struct uroce_net_ops ops = {.recv = on_recv};
+
+static void wait_got(int n)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 5;
+	pthread_mutex_lock(&lock);
+	while (ngot < n && pthread_cond_timedwait(&cond, &lock, &ts) == 0)
+		;
+	pthread_mutex_unlock(&lock);
+	cr_assert_eq(ngot, n, "%d datagrams of %d arrived", ngot, n);
+}
+
+static void setup(void)
+{
+	char s[16];
+
+	snprintf(s, sizeof(s), "%u", PORT);
+	setenv("UROCE_UDP_PORT", s, 1);
+	cr_assert_eq(uroce_net_open(&net, &ops, NULL), 0);
+}
+
+static void teardown(void)
+{
+	uroce_net_close(net);
+}
+
+TestSuite(net_train, .init = setup, .fini = teardown, .timeout = 30);
+
+/* A UD SEND ONLY packet of @len bytes to @qpn, numbered @i in its DETH source QP. */
+static size_t put_pkt(uint8_t *p, size_t len, uint32_t qpn, uint32_t i)
+{
+	struct roce_pkt pkt = {0};
+	size_t hdr = ROCE_BTH_LEN + ROCE_DETH_LEN;
+
+	pkt.bth.opcode = ROCE_TR_UD | ROCE_OP_SEND_ONLY;
+	pkt.bth.pkey = ROCE_DEFAULT_PKEY;
+	pkt.bth.dqpn = qpn;
+	pkt.bth.psn = i;
+	pkt.deth.qkey = 0x1234;
+	pkt.deth.src_qpn = i;
+	pkt.payload_len = len - hdr - ROCE_ICRC_LEN;
+	roce_encode_hdrs(p, hdr, &pkt);
+	memset(p + hdr, (int)i, pkt.payload_len);
+	return len;
+}
+
+/* Every packet arrived once, in order, intact, and its ICRC holds with the ID the kernel gave. */
+static void check(const uint16_t *lens, int n, const uint16_t *ids)
+{
+	wait_got(n);
+	for (int i = 0; i < n; i++) {
+		struct roce_ipudp f = got[i].ip;
+
+		cr_assert_eq(got[i].len, lens[i], "packet %d: %zu bytes", i, got[i].len);
+		cr_assert_eq(got[i].roce[ROCE_BTH_LEN + ROCE_DETH_LEN], (uint8_t)i);
+		/* What a hardware receiver does: the ICRC with the IPv4 header as received. */
+		f.ip_id = ids[i];
+		cr_assert_eq(roce_icrc_verify(&f, got[i].roce, got[i].len), ROCE_ICRC_OK,
+			     "packet %d: the ICRC is not that of IPv4 ID %u", i, ids[i]);
+	}
+}
+
+static void send_train(const uint16_t *lens, int n)
+{
+	static uint8_t buf[1 << 17];
+	struct roce_ipudp f = {0};
+	uint8_t lo[4] = {127, 0, 0, 1};
+	uint32_t qpn;
+	size_t off = 0;
+
+	cr_assert_eq(uroce_net_alloc_qpn(net, &qpn), 0);
+	for (int i = 0; i < n; i++)
+		off += put_pkt(buf + off, lens[i], qpn, (uint32_t)i);
+	roce_gid_from_v4(f.sgid, lo);
+	roce_gid_from_v4(f.dgid, lo);
+	f.ttl = 64;
+	cr_assert_eq(uroce_net_send_train(net, &f, buf, lens, (unsigned int)n), 0);
+}
+
+Test(net_train, one_gso_run_with_a_shorter_last)
+{
+	uint16_t lens[12], ids[12];
+
+	for (int i = 0; i < 11; i++) {
+		lens[i] = 4136;
+		ids[i] = (uint16_t)i;
+	}
+	lens[11] = 1000;
+	ids[11] = 11;
+	send_train(lens, 12);
+	check(lens, 12, ids);
+}
+
+/* A shorter packet ends a run; the next starts a new one, its IDs from 0 again. */
+Test(net_train, runs_of_other_lengths)
+{
+	const uint16_t lens[] = {1100, 1084, 1084, 1084, 500, 1084, 1084, 60};
+	const uint16_t ids[] = {0, 1, 0, 1, 2, 0, 1, 2};
+
+	send_train(lens, 8);
+	check(lens, 8, ids);
+}
+
+/* More than a GSO send may carry (65,000 bytes): several runs. */
+Test(net_train, longer_than_one_gso_send)
+{
+	uint16_t lens[100], ids[100];
+
+	for (int i = 0; i < 100; i++) {
+		lens[i] = 1084;
+		ids[i] = (uint16_t)(i % 59); /* 59 * 1084 bytes fit in 65000 */
+	}
+	send_train(lens, 100);
+	check(lens, 100, ids);
+}
