@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fabric/net.h"
 #include "verbs-shim/async.h"
@@ -43,23 +44,40 @@ static const struct uroce_net_ops net_ops = {
 	.recv = on_recv,
 };
 
+static pid_t net_pid; /* the process the endpoint belongs to */
+
 static void open_net(void)
 {
+	net_pid = getpid();
 	net_err = uroce_net_open(&net, &net_ops, NULL);
 }
 
 /*
  * At exit, leave the host's rendezvous properly: a hub forwards what its port still holds for
  * other processes before handing the port over (a UD or UC datagram lost there is gone).
+ * A child of fork() has its parent's endpoint without its threads: it leaves it alone.
  */
 __attribute__((destructor)) static void close_net(void)
 {
-	uroce_net_close(net);
+	if (net && getpid() == net_pid)
+		uroce_net_close(net);
 }
 
+/* The endpoint, opened on first use: NULL with errno if it cannot be had. */
 static struct uroce_net *uroce_engine(void)
 {
+	static atomic_bool told;
+
 	pthread_once(&net_once, open_net);
+	if (net && getpid() != net_pid) {
+		/* docs/UNSUPPORTED.md: the parent's endpoint is not usable after fork(). */
+		if (!atomic_exchange(&told, true))
+			fprintf(stderr,
+				"uroce: a child of fork() cannot use the data path its parent "
+				"started (no QPs in the child)\n");
+		errno = ENOTSUP;
+		return NULL;
+	}
 	if (!net)
 		errno = net_err;
 	return net;
