@@ -14,15 +14,32 @@
  *
  * The other work of each batch (posting, the opposite side, ACKs) runs untimed. With --icrc
  * the sending side also fills the ICRC and the receiving side verifies it, as the engine does.
- * Each figure is the median of the repetitions, with the slowest and fastest beside it.
+ *
+ * The baseline, measured in the same run: what the kernel's UDP path costs one core for a
+ * datagram of the same size, on loopback (docs/PERFORMANCE.md compares against it):
+ *
+ * (a datagram the size of a SEND ONLY packet):
+ *
+ *   UDP tx   sendto() of one datagram to a socket on 127.0.0.1 (timed; on loopback the kernel
+ *            also queues it at the receiving socket inside the call)
+ *   UDP rx   recv() of one queued datagram (timed; the queue is filled untimed)
+ *
+ * Each core case is divided by the UDP case of its direction (tx: what a packet costs to send,
+ * rx: to take in). The cases are interleaved: every repetition runs each case once, so drift
+ * of a shared machine hits them alike. Each figure is the median of the repetitions, with the
+ * slowest and fastest beside it.
  *
  *   uroce-simbench [--icrc] [--reps N] [--ms MS]
  */
+#include <arpa/inet.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "transport/icrc.h"
 #include "transport/qp.h"
@@ -223,7 +240,7 @@ static void settle(void)
 	}
 }
 
-enum which { REQ_TX, REQ_RX, RESP_TX, RESP_RX };
+enum which { REQ_TX, REQ_RX, RESP_TX, RESP_RX, UDP_TX, UDP_RX };
 
 /*
  * One batch of @op messages of @len bytes; returns the nanoseconds of the side @w times.
@@ -266,6 +283,77 @@ static double batch(enum ibv_wr_opcode op, uint32_t len, enum which w)
 	return t;
 }
 
+/* The baseline's sockets: a sender and a receiver on 127.0.0.1. */
+static int udp_tx = -1, udp_rx = -1;
+static struct sockaddr_in udp_to;
+
+static void udp_open(void)
+{
+	socklen_t len = sizeof(udp_to);
+	int big = 16 << 20;
+
+	udp_tx = socket(AF_INET, SOCK_DGRAM, 0);
+	udp_rx = socket(AF_INET, SOCK_DGRAM, 0);
+	udp_to.sin_family = AF_INET;
+	udp_to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (udp_tx < 0 || udp_rx < 0 ||
+	    (setsockopt(udp_rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)) &&
+	     setsockopt(udp_rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big))) ||
+	    bind(udp_rx, (struct sockaddr *)&udp_to, sizeof(udp_to)) ||
+	    getsockname(udp_rx, (struct sockaddr *)&udp_to, &len)) {
+		perror("uroce-simbench: the UDP baseline's sockets");
+		exit(1);
+	}
+}
+
+/*
+ * One batch of datagrams through loopback, each the size of a SEND ONLY packet of @payload
+ * bytes; the nanoseconds of direction @w.
+ */
+static double udp_batch(uint32_t payload, enum which w)
+{
+	uint32_t len = ROCE_BTH_LEN + payload + ROCE_ICRC_LEN;
+	double t0, t = 0;
+
+	t0 = now_ns();
+	for (uint32_t i = 0; i < BATCH; i++)
+		if (sendto(udp_tx, pkts[i], len, 0, (struct sockaddr *)&udp_to, sizeof(udp_to)) !=
+		    (ssize_t)len) {
+			perror("uroce-simbench: sendto");
+			exit(1);
+		}
+	if (w == UDP_TX)
+		t = now_ns() - t0;
+	t0 = now_ns();
+	for (uint32_t i = 0; i < BATCH; i++)
+		if (recv(udp_rx, pkts[i], sizeof(pkts[i]), 0) != (ssize_t)len) {
+			perror("uroce-simbench: recv");
+			exit(1);
+		}
+	if (w == UDP_RX)
+		t = now_ns() - t0;
+	return t;
+}
+
+struct bench_case {
+	const char *name;
+	enum ibv_wr_opcode op;
+	enum which w;
+	double pps[MAX_REPS];
+};
+
+static struct bench_case cases[] = {
+	{"request  WRITE tx", IBV_WR_RDMA_WRITE, REQ_TX, {0}},
+	{"request  WRITE rx", IBV_WR_RDMA_WRITE, REQ_RX, {0}},
+	{"request  SEND  tx", IBV_WR_SEND, REQ_TX, {0}},
+	{"request  SEND  rx", IBV_WR_SEND, REQ_RX, {0}},
+	{"response READ  tx", IBV_WR_RDMA_READ, RESP_TX, {0}},
+	{"response READ  rx", IBV_WR_RDMA_READ, RESP_RX, {0}},
+	{"baseline UDP   tx", IBV_WR_SEND, UDP_TX, {0}},
+	{"baseline UDP   rx", IBV_WR_SEND, UDP_RX, {0}},
+};
+enum { NCASES = sizeof(cases) / sizeof(cases[0]), UDP_TX_CASE = NCASES - 2 };
+
 static int cmp_double(const void *x, const void *y)
 {
 	double a1 = *(const double *)x, b1 = *(const double *)y;
@@ -273,25 +361,42 @@ static int cmp_double(const void *x, const void *y)
 	return a1 < b1 ? -1 : a1 > b1;
 }
 
-/* Packets per second of side @w: median, slowest and fastest of @reps runs of @ms each. */
-static void measure(const char *name, enum ibv_wr_opcode op, uint32_t len, enum which w,
-		    unsigned reps, unsigned ms)
+/* Packets per second of case @c over @ms of batches. */
+static double run_case(const struct bench_case *c, uint32_t len, unsigned ms)
 {
-	double pps[MAX_REPS];
+	double busy = 0, start = now_ns();
+	uint64_t pkts_done = 0;
 
-	for (unsigned r = 0; r < reps; r++) {
-		double busy = 0, start = now_ns();
-		uint64_t pkts_done = 0;
-
-		while (now_ns() - start < ms * 1e6) {
-			busy += batch(op, len, w);
-			pkts_done += BATCH;
-		}
-		pps[r] = pkts_done / busy * 1e9;
+	while (now_ns() - start < ms * 1e6) {
+		busy += c->w >= UDP_TX ? udp_batch(len, c->w) : batch(c->op, len, c->w);
+		pkts_done += BATCH;
 	}
-	qsort(pps, reps, sizeof(pps[0]), cmp_double);
-	printf("%-24s %5u B  %7.2f Mpps  %6.1f ns/pkt  (%.2f .. %.2f Mpps)\n", name, len,
-	       pps[reps / 2] / 1e6, 1e9 / pps[reps / 2], pps[0] / 1e6, pps[reps - 1] / 1e6);
+	return pkts_done / busy * 1e9;
+}
+
+/* The cases for packets of @len payload bytes, interleaved, and their medians. */
+static void measure(uint32_t len, unsigned reps, unsigned ms)
+{
+	double median[NCASES];
+
+	for (unsigned r = 0; r < reps; r++)
+		for (unsigned i = 0; i < NCASES; i++)
+			cases[i].pps[r] = run_case(&cases[i], len, ms);
+	for (unsigned i = 0; i < NCASES; i++) {
+		qsort(cases[i].pps, reps, sizeof(double), cmp_double);
+		median[i] = cases[i].pps[reps / 2];
+	}
+	for (unsigned i = 0; i < NCASES; i++) {
+		struct bench_case *c = &cases[i];
+		/* tx cases against UDP tx, rx cases against UDP rx */
+		bool tx = c->w == REQ_TX || c->w == RESP_TX || c->w == UDP_TX;
+		double base = median[tx ? UDP_TX_CASE : UDP_TX_CASE + 1];
+
+		printf("%-18s %5u B  %7.2f Mpps  %7.1f ns/pkt  (%.2f .. %.2f Mpps)  %6.1fx UDP "
+		       "%s\n",
+		       c->name, len, median[i] / 1e6, 1e9 / median[i], c->pps[0] / 1e6,
+		       c->pps[reps - 1] / 1e6, median[i] / base, tx ? "tx" : "rx");
+	}
 }
 
 int main(int argc, char **argv)
@@ -344,21 +449,16 @@ int main(int argc, char **argv)
 	printf("transport core, one core, RC, MTU 4096, batches of %d, %s ICRC, median of %u x "
 	       "%u ms\n",
 	       BATCH, icrc ? "with" : "without", reps, ms);
-	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		uint32_t len = sizes[i];
-
-		measure("request  WRITE tx", IBV_WR_RDMA_WRITE, len, REQ_TX, reps, ms);
-		measure("request  WRITE rx", IBV_WR_RDMA_WRITE, len, REQ_RX, reps, ms);
-		measure("request  SEND  tx", IBV_WR_SEND, len, REQ_TX, reps, ms);
-		measure("request  SEND  rx", IBV_WR_SEND, len, REQ_RX, reps, ms);
-		measure("response READ  tx", IBV_WR_RDMA_READ, len, RESP_TX, reps, ms);
-		measure("response READ  rx", IBV_WR_RDMA_READ, len, RESP_RX, reps, ms);
-	}
+	udp_open();
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		measure(sizes[i], reps, ms);
 	printf("completions: %llu\n", (unsigned long long)(a.completions + b.completions));
 	roce_qp_fini(&a.qp);
 	roce_qp_fini(&b.qp);
 	roce_wq_free(&a.sq);
 	roce_wq_free(&b.sq);
+	close(udp_tx);
+	close(udp_rx);
 	free(a.mem);
 	free(b.mem);
 	return 0;
