@@ -81,6 +81,11 @@ static int parse_log_level(const char *value, void *field)
 	return EINVAL;
 }
 
+static int parse_faults(const char *value, void *field)
+{
+	return uroce_faults_parse(value, field);
+}
+
 static const struct config_var vars[] = {
 	{"UROCE_UDP_PORT", parse_port, offsetof(struct uroce_config, udp_port),
 	 "a UDP port number, 1..65535"},
@@ -88,14 +93,48 @@ static const struct config_var vars[] = {
 	 "a file name (%p becomes the process id)"},
 	{"UROCE_LOG", parse_log_level, offsetof(struct uroce_config, log_level),
 	 "error, info or debug"},
+	{"UROCE_FAULTS", parse_faults, offsetof(struct uroce_config, faults),
+	 "KEY=VALUE,... with keys loss, reorder, dup, corrupt, delay, seed, dir"},
 };
+
+enum { NVARS = sizeof(vars) / sizeof(vars[0]) };
+
+/* Refuse a UROCE_* variable of the environment that is not in vars[]. Returns 0 or EINVAL. */
+static int check_unknown(void)
+{
+	extern char **environ;
+
+	for (char **e = environ; e && *e; e++) {
+		size_t n = strcspn(*e, "=");
+		size_t i;
+
+		if (strncmp(*e, "UROCE_", 6))
+			continue;
+		for (i = 0; i < NVARS; i++)
+			if (strlen(vars[i].name) == n && !strncmp(*e, vars[i].name, n))
+				break;
+		if (i == NVARS) {
+			char known[256] = "";
+
+			for (i = 0; i < NVARS; i++)
+				snprintf(known + strlen(known), sizeof(known) - strlen(known),
+					 "%s%s", i ? ", " : "", vars[i].name);
+			uroce_log(UROCE_LOG_ERROR, "%.*s is not a uroce variable (known: %s)",
+				  (int)n, *e, known);
+			return EINVAL;
+		}
+	}
+	return 0;
+}
 
 int uroce_config_load(struct uroce_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->udp_port = ROCE_UDP_PORT;
 	cfg->log_level = UROCE_LOG_ERROR;
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+	if (check_unknown())
+		return EINVAL;
+	for (size_t i = 0; i < NVARS; i++) {
 		const char *value = secure_getenv(vars[i].name);
 		int err;
 

@@ -8,27 +8,33 @@
  *   UROCE_PCAP=FILE    record every frame sent and received in a pcap file; each "%p" in FILE
  *                      becomes the process id, so that several processes write separate files.
  *   UROCE_LOG=LEVEL    error (default), info or debug (fabric/log.h).
+ *   UROCE_FAULTS=SPEC  fault injection: loss, reordering, duplication, corruption, delay
+ *                      (fabric/faults.h).
  *
- * A set but invalid value is refused, never ignored. Read with secure_getenv(), so a set-user-ID
- * program does not write captures where its caller says.
+ * A set but invalid value is refused, never ignored; so is a variable named UROCE_ that is
+ * none of these (a misspelt one would otherwise be silently ignored). Read with secure_getenv(), so
+ * a set-user-ID program does not write captures where its caller says.
  */
 #ifndef UROCE_FABRIC_CONFIG_H
 #define UROCE_FABRIC_CONFIG_H
 
 #include <stdint.h>
 
+#include "fabric/faults.h"
 #include "fabric/log.h"
 
 struct uroce_config {
 	uint16_t udp_port;
 	char *pcap_path; /* with %p expanded; NULL: no capture */
 	enum uroce_log_level log_level;
+	struct uroce_faults_cfg faults; /* faults.on: UROCE_FAULTS was given */
 };
 
 /*
  * Fill @cfg from the environment (defaults for unset variables). Returns 0, EINVAL (a bad value,
- * reported on stderr with the variable's name, its value and what was expected; @cfg holds
- * nothing to free) or ENOMEM. Free with uroce_config_free().
+ * reported on stderr with the variable's name, its value and what was expected, or an unknown
+ * UROCE_* variable, reported with the known ones; @cfg holds nothing to free) or ENOMEM. Free with
+ * uroce_config_free().
  */
 int uroce_config_load(struct uroce_config *cfg);
 

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "fabric/config.h"
+#include "fabric/faults.h"
 #include "fabric/log.h"
 #include "fabric/pcap.h"
 #include "fabric/progress.h"
@@ -40,6 +41,7 @@ struct uroce_net {
 	struct uroce_udp udp[FAMILIES];     /* this process's own, on ephemeral ports */
 	struct uroce_udp hub_udp[FAMILIES]; /* as hub: the RoCEv2 port */
 	struct uroce_qpn qpn;
+	struct uroce_faults *faults;     /* UROCE_FAULTS, or NULL */
 	struct uroce_progress *progress; /* set by init, on the progress thread */
 	struct uroce_rdv *rdv;           /* likewise */
 	_Atomic uint64_t rx_packets, tx_packets, tx_errors, rx_short, rx_unknown_qpn;
@@ -93,7 +95,7 @@ static int watch_pair(struct uroce_progress *p, const struct uroce_udp s[FAMILIE
 	return err;
 }
 
-static void deliver(struct uroce_net *net, const struct uroce_rx *rx)
+static void deliver_now(struct uroce_net *net, const struct uroce_rx *rx)
 {
 	struct uroce_rx r = *rx;
 
@@ -103,6 +105,60 @@ static void deliver(struct uroce_net *net, const struct uroce_rx *rx)
 		uroce_pcap_write(net->pcap, &r.ip, r.roce, r.len, wall_clock());
 	atomic_fetch_add(&net->rx_packets, 1);
 	net->ops->recv(net->arg, &r);
+}
+
+/* A datagram for this process, through the receive faults if any (faults.h). */
+static void deliver(struct uroce_net *net, const struct uroce_rx *rx)
+{
+	uint8_t copy[UROCE_PROGRESS_PAYLOAD_MAX];
+	struct uroce_rx r = *rx;
+	unsigned int n;
+
+	if (!uroce_faults_on(net->faults, false)) {
+		deliver_now(net, rx);
+		return;
+	}
+	memcpy(copy, rx->roce, rx->len); /* a corrupted byte must not touch the ring's buffer */
+	r.roce = copy;
+	n = uroce_faults_apply(net->faults, false, &rx->ip, copy, rx->len);
+	for (unsigned int i = 0; i < n; i++)
+		deliver_now(net, &r);
+}
+
+/* Count and record a sent datagram. */
+static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce, size_t len)
+{
+	if (net->pcap)
+		uroce_pcap_write(net->pcap, g, roce, len, wall_clock());
+	atomic_fetch_add(&net->tx_packets, 1);
+}
+
+/* Send a finished frame and record it. */
+static int transmit(struct uroce_net *net, const struct uroce_udp *s, const struct roce_ipudp *g,
+		    const uint8_t *roce, size_t len)
+{
+	int err = uroce_udp_send(s, g, roce, len);
+
+	if (err) {
+		atomic_fetch_add(&net->tx_errors, 1);
+		return err;
+	}
+	sent(net, g, roce, len);
+	return 0;
+}
+
+/* A packet the faults held back is due (progress thread). */
+static void emit_held(void *arg, bool tx, const struct roce_ipudp *ip, uint8_t *roce, size_t len)
+{
+	struct uroce_net *net = arg;
+
+	if (tx) {
+		transmit(net, &net->udp[roce_gid_is_v4(ip->sgid) ? V4 : V6], ip, roce, len);
+	} else {
+		struct uroce_rx rx = {.ip = *ip, .roce = roce, .len = len, .now = uroce_now()};
+
+		deliver_now(net, &rx);
+	}
 }
 
 static void flush_capture(struct uroce_timer *t, uint64_t now)
@@ -211,6 +267,7 @@ static void free_net(struct uroce_net *net)
 		uroce_udp_close(&net->udp[i]);
 	}
 	uroce_rdv_leave(net->rdv);
+	uroce_faults_free(net->faults);
 	uroce_pcap_close(net->pcap);
 	uroce_qpn_destroy(&net->qpn);
 	uroce_config_free(&net->cfg);
@@ -240,6 +297,13 @@ int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void
 			err = errno;
 			uroce_log(UROCE_LOG_ERROR, "UROCE_PCAP=%s: %s", net->cfg.pcap_path,
 				  strerror(err));
+			goto fail;
+		}
+	}
+	if (net->cfg.faults.on) {
+		net->faults = uroce_faults_new(&net->cfg.faults, net, emit_held, net);
+		if (!net->faults) {
+			err = ENOMEM;
 			goto fail;
 		}
 	}
@@ -329,32 +393,27 @@ static struct roce_ipudp on_wire(struct uroce_net *net, const struct uroce_udp *
 	return g;
 }
 
-/* Count and record a sent datagram. */
-static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce, size_t len)
-{
-	if (net->pcap)
-		uroce_pcap_write(net->pcap, g, roce, len, wall_clock());
-	atomic_fetch_add(&net->tx_packets, 1);
-}
-
 int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len)
 {
 	const struct uroce_udp *s;
 	struct roce_ipudp g;
 	int err = check_send(net, f, len, &s);
 
-	if (!err) {
-		/* PROTOCOL.md §2.1: the ICRC covers the IPv4 ID; the kernel sends 0 with DF. */
-		g = on_wire(net, s, f, 0);
-		roce_icrc_fill(&g, roce, len);
-		err = uroce_udp_send(s, &g, roce, len);
-	}
+	unsigned int n = 1;
+
 	if (err) {
 		atomic_fetch_add(&net->tx_errors, 1);
 		return err;
 	}
-	sent(net, &g, roce, len);
-	return 0;
+	/* PROTOCOL.md §2.1: the ICRC covers the IPv4 ID; the kernel sends 0 with DF. */
+	g = on_wire(net, s, f, 0);
+	roce_icrc_fill(&g, roce, len);
+	/* Lost or held back by a fault: gone for now, as on a wire; the sender cannot tell. */
+	if (uroce_faults_on(net->faults, true))
+		n = uroce_faults_apply(net->faults, true, &g, roce, len);
+	for (unsigned int i = 0; i < n && !err; i++)
+		err = transmit(net, s, &g, roce, len);
+	return err;
 }
 
 /* How many of lens[0..n) one GSO send takes: equal lengths, the last may be shorter. */
@@ -399,7 +458,9 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 		int e = check_send(net, f, lens[i], &s);
 		uint8_t *p = buf;
 
-		if (!e && k > 1 && !atomic_load(&net->no_gso)) {
+		/* Faults act on single packets: with them, trains go one by one. */
+		if (!e && k > 1 && !atomic_load(&net->no_gso) &&
+		    !uroce_faults_on(net->faults, true)) {
 			/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
 			for (unsigned int j = 0; j < k; p += lens[i + j], j++) {
 				struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
@@ -459,6 +520,7 @@ void uroce_net_get_stats(struct uroce_net *net, struct uroce_net_stats *out)
 			uroce_progress_rx_lost(net->progress) + uroce_rdv_forward_lost(net->rdv),
 		.rx_oversize = uroce_progress_rx_oversize(net->progress),
 	};
+	uroce_faults_get_stats(net->faults, &out->faults);
 }
 
 int uroce_net_is_hub(struct uroce_net *net)

@@ -24,6 +24,10 @@
 #include "transport/icrc.h"
 #include "transport/ipudp.h"
 
+struct uroce_faults_stats {
+	uint64_t lost, duplicated, corrupted, reordered, delayed;
+};
+
 struct uroce_net;
 
 /* One received RoCEv2 datagram. */
@@ -132,6 +136,7 @@ struct uroce_net_stats {
 	uint64_t rx_unknown_qpn;  /* dropped: DestQP owned by no process */
 	uint64_t rx_buffers_lost; /* datagrams lost because receive buffers ran out */
 	uint64_t rx_oversize;     /* dropped: longer than a receive buffer (no RoCE packet is) */
+	struct uroce_faults_stats faults; /* what UROCE_FAULTS did (fabric/faults.h) */
 };
 void uroce_net_get_stats(struct uroce_net *net, struct uroce_net_stats *out);
 

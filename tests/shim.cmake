@@ -81,5 +81,13 @@ set(_perftests
   "write_bw_4qp|18642|ib_write_bw -d uroce_lo -x 0 -n 300 -q 4"
   "send_bw_bidir|18643|ib_send_bw -d uroce_lo -x 0 -n 300 -b"
   "write_bw_sizes|18644|ib_write_bw -d uroce_lo -x 0 -n 20 -a"
+  "write_bw_faults|18645|ib_write_bw -d uroce_lo -x 0 -n 100"
+  "read_bw_faults|18646|ib_read_bw -d uroce_lo -x 0 -n 100"
+  "send_bw_faults|18647|ib_send_bw -d uroce_lo -x 0 -n 100"
 )
 uroce_two_process_tests(perftest shim/perftest.sh "${_perftests}")
+# The same through lossy, reordering, duplicating and corrupting wires (UROCE_FAULTS, both
+# directions of both processes): retransmission must carry every message through. perftest ends
+# with a handshake, so no last ACK is lost after a peer has gone.
+set_tests_properties(perftest_write_bw_faults perftest_read_bw_faults perftest_send_bw_faults
+  PROPERTIES ENVIRONMENT "UROCE_FAULTS=loss=0.05,reorder=0.02,dup=0.01,corrupt=0.01,dir=both")
