@@ -64,6 +64,15 @@ static int parse_path_pid(const char *value, void *field)
 	return 0;
 }
 
+/* The index of @value in @names (an enum's value names), or -1. */
+static int name_index(const char *value, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(value, names[i]))
+			return (int)i;
+	return -1;
+}
+
 static int parse_log_level(const char *value, void *field)
 {
 	static const char *const names[] = {
@@ -71,14 +80,27 @@ static int parse_log_level(const char *value, void *field)
 		[UROCE_LOG_INFO] = "info",
 		[UROCE_LOG_DEBUG] = "debug",
 	};
+	int i = name_index(value, names, sizeof(names) / sizeof(names[0]));
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(value, names[i])) {
-			*(enum uroce_log_level *)field = (enum uroce_log_level)i;
-			return 0;
-		}
-	}
-	return EINVAL;
+	if (i < 0)
+		return EINVAL;
+	*(enum uroce_log_level *)field = (enum uroce_log_level)i;
+	return 0;
+}
+
+static int parse_backend(const char *value, void *field)
+{
+	static const char *const names[] = {
+		[UROCE_BACKEND_AUTO] = "auto",
+		[UROCE_BACKEND_IO_URING] = "io_uring",
+		[UROCE_BACKEND_EPOLL] = "epoll",
+	};
+	int i = name_index(value, names, sizeof(names) / sizeof(names[0]));
+
+	if (i < 0)
+		return EINVAL;
+	*(enum uroce_backend *)field = (enum uroce_backend)i;
+	return 0;
 }
 
 static int parse_faults(const char *value, void *field)
@@ -93,6 +115,8 @@ static const struct config_var vars[] = {
 	 "a file name (%p becomes the process id)"},
 	{"UROCE_LOG", parse_log_level, offsetof(struct uroce_config, log_level),
 	 "error, info or debug"},
+	{"UROCE_BACKEND", parse_backend, offsetof(struct uroce_config, backend),
+	 "auto, io_uring or epoll"},
 	{"UROCE_FAULTS", parse_faults, offsetof(struct uroce_config, faults),
 	 "KEY=VALUE,... with keys loss, reorder, dup, corrupt, delay, seed, dir"},
 };

@@ -8,6 +8,8 @@
  *   UROCE_PCAP=FILE    record every frame sent and received in a pcap file; each "%p" in FILE
  *                      becomes the process id, so that several processes write separate files.
  *   UROCE_LOG=LEVEL    error (default), info or debug (fabric/log.h).
+ *   UROCE_BACKEND=B    the receive backend: auto (default: io_uring where the kernel allows it,
+ *                      else epoll), io_uring or epoll (fabric/progress.h).
  *   UROCE_FAULTS=SPEC  fault injection: loss, reordering, duplication, corruption, delay
  *                      (fabric/faults.h).
  *
@@ -22,11 +24,13 @@
 
 #include "fabric/faults.h"
 #include "fabric/log.h"
+#include "fabric/progress.h"
 
 struct uroce_config {
 	uint16_t udp_port;
 	char *pcap_path; /* with %p expanded; NULL: no capture */
 	enum uroce_log_level log_level;
+	enum uroce_backend backend;
 	struct uroce_faults_cfg faults; /* faults.on: UROCE_FAULTS was given */
 };
 

@@ -242,21 +242,27 @@ static const struct uroce_progress_ops progress_ops = {
  */
 static void drain_port(struct uroce_net *net)
 {
-	uint8_t buf[UROCE_PROGRESS_PAYLOAD_MAX];
+	uint8_t *buf = malloc(UROCE_UDP_RECV_MAX);
 
-	for (int i = 0; i < FAMILIES; i++) {
+	for (int i = 0; i < FAMILIES && buf; i++) {
 		while (net->hub_udp[i].fd >= 0) {
-			struct uroce_rx rx = {.roce = buf, .now = uroce_now()};
-			ssize_t n = uroce_udp_recv(&net->hub_udp[i], &rx.ip, buf, sizeof(buf));
+			struct uroce_rx rx = {.now = uroce_now()};
+			uint16_t seg;
+			ssize_t n = uroce_udp_recv(&net->hub_udp[i], &rx.ip, buf,
+						   UROCE_UDP_RECV_MAX, &seg);
 
 			if (n < 0 && errno != EMSGSIZE && errno != EINVAL)
 				break;
-			rx.len = n < 0 ? 0 : (size_t)n;
 			/* Only others' datagrams matter: this process is closing. */
-			if (rx.len >= ROCE_BTH_LEN)
-				uroce_rdv_route(net->rdv, &rx);
+			for (size_t off = 0; n > 0 && off < (size_t)n; off += rx.len) {
+				rx.roce = buf + off;
+				rx.len = uroce_udp_segment((size_t)n, seg, off);
+				if (rx.len >= ROCE_BTH_LEN)
+					uroce_rdv_route(net->rdv, &rx);
+			}
 		}
 	}
+	free(buf);
 }
 
 static void free_net(struct uroce_net *net)
@@ -312,7 +318,8 @@ int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void
 		uroce_log(UROCE_LOG_ERROR, "cannot open a UDP socket: %s", strerror(err));
 		goto fail;
 	}
-	err = uroce_progress_start(&p, &progress_ops, net, UROCE_PROGRESS_BUFFERS);
+	err = uroce_progress_start(&p, &progress_ops, net, UROCE_PROGRESS_BUFFERS,
+				   net->cfg.backend);
 	if (err)
 		goto fail;
 	/* net.h: a first range, so that the process is known to the hub from the start. */

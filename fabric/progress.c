@@ -1,233 +1,65 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The progress thread (progress.h): the loop, timers, watched descriptors, wake-ups, start and
+ * stop; receiving is the backend's (progress_int.h).
+ */
 #include "fabric/progress.h"
 
 #include <errno.h>
-#include <liburing.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fabric/log.h"
+#include "fabric/progress_int.h"
 
-#define MAX_UDP    4
-#define SQ_ENTRIES 64
-#define CQ_ENTRIES 1024 /* room for a burst of multishot completions */
-#define BUF_GROUP  0
-#define NAME_LEN   32 /* a sockaddr_in6 (28) rounded up, so the control messages are aligned */
-#define BUF_SIZE                                                                                   \
-	(sizeof(struct io_uring_recvmsg_out) + NAME_LEN + UROCE_UDP_CONTROL_LEN +                  \
-	 UROCE_PROGRESS_PAYLOAD_MAX)
 #define EPOLL_BATCH 16
+#define NAME_LEN    32 /* a sockaddr_in6 (28) rounded up, so the control messages are aligned */
 
-/* io_uring user_data: 1 + index of a UDP socket, or the epoll poll. */
-#define UD_EPOLL (MAX_UDP + 1)
-
-struct uroce_watch {
-	int fd; /* -1 once unwatched: an event still in the batch is skipped */
-	void (*ready)(void *arg);
-	void *arg;
-	struct uroce_watch *next;
-};
-
-struct udp_slot {
-	struct uroce_udp sock;
-	struct msghdr msg; /* lengths of the name and control areas of each buffer */
-	bool armed;        /* progress thread only */
-};
-
-struct uroce_progress {
-	const struct uroce_progress_ops *ops;
-	void *arg;
-	pthread_t thread;
-	pthread_t self; /* written by the thread itself before ops->init */
-	bool has_self;
-	int epfd;
-	int evfd; /* wakes the thread: timers armed earlier, stop */
-	atomic_bool stop;
-	struct uroce_timers timers;
-
-	pthread_mutex_t lock; /* udp_count, watches; start handshake */
-	pthread_cond_t started_cond;
-	bool started;
-	int start_err;
-	struct udp_slot udp[MAX_UDP];
-	unsigned int udp_count;
-	struct uroce_watch *watches;
-	struct uroce_watch *dead; /* unwatched, freed after the batch */
-
-	/* Progress thread only. */
-	struct io_uring ring;
-	struct io_uring_buf_ring *br;
-	uint8_t *bufs;
-	unsigned int nbufs;
-	bool epoll_armed;
-	unsigned int recycled;
-
-	_Atomic uint64_t rx_oversize;
-	_Atomic uint64_t rearms;
-};
-
-static size_t br_bytes(const struct uroce_progress *p)
+void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
+		       const uint8_t *data, size_t len, uint64_t now)
 {
-	return p->nbufs * sizeof(struct io_uring_buf);
-}
+	struct uroce_rx rx = {.ip = *ip, .now = now};
 
-/*
- * liburing 2.3 has no io_uring_setup_buf_ring() (2.4): map the ring ourselves and register it.
- */
-static int setup_buffers(struct uroce_progress *p)
-{
-	struct io_uring_buf_reg reg = {.ring_entries = p->nbufs, .bgid = BUF_GROUP};
-	void *ring_mem;
-	int ret;
-
-	ring_mem =
-		mmap(NULL, br_bytes(p), PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-	if (ring_mem == MAP_FAILED)
-		return errno;
-	p->br = ring_mem;
-	p->bufs = malloc((size_t)p->nbufs * BUF_SIZE);
-	if (!p->bufs)
-		return ENOMEM;
-	reg.ring_addr = (uintptr_t)ring_mem;
-	ret = io_uring_register_buf_ring(&p->ring, &reg, 0);
-	if (ret < 0)
-		return -ret;
-	io_uring_buf_ring_init(p->br);
-	for (unsigned int i = 0; i < p->nbufs; i++)
-		io_uring_buf_ring_add(p->br, p->bufs + (size_t)i * BUF_SIZE, BUF_SIZE,
-				      (unsigned short)i, io_uring_buf_ring_mask(p->nbufs), (int)i);
-	io_uring_buf_ring_advance(p->br, (int)p->nbufs);
-	return 0;
-}
-
-static void free_buffers(struct uroce_progress *p)
-{
-	if (p->br)
-		munmap(p->br, br_bytes(p));
-	free(p->bufs);
-	p->br = NULL;
-	p->bufs = NULL;
-}
-
-static int setup_ring(struct uroce_progress *p)
-{
-	struct io_uring_params params = {
-		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER |
-			 IORING_SETUP_DEFER_TASKRUN,
-		.cq_entries = CQ_ENTRIES,
-	};
-	int ret = io_uring_queue_init_params(SQ_ENTRIES, &p->ring, &params);
-
-	if (ret == -EINVAL) {
-		/* Before Linux 6.1: no DEFER_TASKRUN (SINGLE_ISSUER came in 6.0). */
-		params = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE,
-						  .cq_entries = CQ_ENTRIES};
-		ret = io_uring_queue_init_params(SQ_ENTRIES, &p->ring, &params);
+	for (size_t off = 0; off < len; off += rx.len) {
+		rx.roce = data + off;
+		rx.len = uroce_udp_segment(len, seg, off);
+		if (rx.len > UROCE_PROGRESS_PAYLOAD_MAX) {
+			atomic_fetch_add(&p->rx_oversize, 1);
+			continue;
+		}
+		p->ops->datagram(p->arg, &rx);
 	}
-	if (ret < 0) {
-		uroce_log(UROCE_LOG_ERROR, "io_uring setup failed: %s", strerror(-ret));
-		return -ret;
-	}
-	ret = setup_buffers(p);
-	if (ret) {
-		uroce_log(UROCE_LOG_ERROR, "io_uring buffer ring: %s", strerror(ret));
-		free_buffers(p);
-		io_uring_queue_exit(&p->ring);
-	}
-	return ret;
 }
 
-static struct io_uring_sqe *get_sqe(struct uroce_progress *p)
+void progress_on_watch(void *watch)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+	struct uroce_watch *w = watch;
 
-	if (!sqe) {
-		io_uring_submit(&p->ring);
-		sqe = io_uring_get_sqe(&p->ring);
-	}
-	return sqe;
+	if (w->fd >= 0)
+		w->ready(w->arg);
 }
 
-/* Arm what is not armed: new sockets, ended multishots, the epoll poll. */
-static void arm(struct uroce_progress *p)
+void progress_on_epoll(struct uroce_progress *p)
+{
+	struct epoll_event ev[EPOLL_BATCH];
+	int n = epoll_wait(p->epfd, ev, EPOLL_BATCH, 0);
+
+	for (int i = 0; i < n; i++)
+		progress_on_watch(ev[i].data.ptr);
+}
+
+unsigned int progress_udp_count(struct uroce_progress *p)
 {
 	unsigned int n;
 
 	pthread_mutex_lock(&p->lock);
 	n = p->udp_count;
 	pthread_mutex_unlock(&p->lock);
-	for (unsigned int i = 0; i < n; i++) {
-		struct udp_slot *s = &p->udp[i];
-		struct io_uring_sqe *sqe;
-
-		if (s->armed || !(sqe = get_sqe(p)))
-			continue;
-		io_uring_prep_recvmsg_multishot(sqe, s->sock.fd, &s->msg, 0);
-		sqe->flags |= IOSQE_BUFFER_SELECT;
-		sqe->buf_group = BUF_GROUP;
-		io_uring_sqe_set_data64(sqe, i + 1);
-		s->armed = true;
-	}
-	if (!p->epoll_armed) {
-		struct io_uring_sqe *sqe = get_sqe(p);
-
-		if (sqe) {
-			io_uring_prep_poll_add(sqe, p->epfd, POLLIN);
-			io_uring_sqe_set_data64(sqe, UD_EPOLL);
-			p->epoll_armed = true;
-		}
-	}
-}
-
-static void recycle(struct uroce_progress *p, unsigned int bid)
-{
-	io_uring_buf_ring_add(p->br, p->bufs + (size_t)bid * BUF_SIZE, BUF_SIZE,
-			      (unsigned short)bid, io_uring_buf_ring_mask(p->nbufs),
-			      (int)p->recycled++);
-}
-
-static void on_datagram(struct uroce_progress *p, struct udp_slot *s, uint8_t *buf, int len,
-			uint64_t now)
-{
-	struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(buf, len, &s->msg);
-	struct uroce_rx rx = {.now = now};
-	struct cmsghdr *c;
-
-	if (!o)
-		return;
-	if (o->flags & MSG_TRUNC) {
-		atomic_fetch_add(&p->rx_oversize, 1);
-		return;
-	}
-	if (uroce_udp_rx_source(&rx.ip, &s->sock, io_uring_recvmsg_name(o), o->namelen))
-		return;
-	for (c = io_uring_recvmsg_cmsg_firsthdr(o, &s->msg); c;
-	     c = io_uring_recvmsg_cmsg_nexthdr(o, &s->msg, c))
-		uroce_udp_rx_cmsg(&rx.ip, c);
-	rx.roce = io_uring_recvmsg_payload(o, &s->msg);
-	rx.len = io_uring_recvmsg_payload_length(o, len, &s->msg);
-	p->ops->datagram(p->arg, &rx);
-}
-
-static void on_epoll(struct uroce_progress *p)
-{
-	struct epoll_event ev[EPOLL_BATCH];
-	int n = epoll_wait(p->epfd, ev, EPOLL_BATCH, 0);
-
-	for (int i = 0; i < n; i++) {
-		struct uroce_watch *w = ev[i].data.ptr;
-
-		if (w->fd >= 0)
-			w->ready(w->arg);
-	}
+	return n;
 }
 
 static void reap_watches(struct uroce_progress *p)
@@ -244,51 +76,6 @@ static void reap_watches(struct uroce_progress *p)
 		free(w);
 		w = next;
 	}
-}
-
-static void complete(struct uroce_progress *p)
-{
-	struct io_uring_cqe *cqe;
-	unsigned int head, count = 0;
-	uint64_t now = uroce_now();
-	bool epoll_ready = false;
-
-	p->recycled = 0;
-	io_uring_for_each_cqe(&p->ring, head, cqe)
-	{
-		uint64_t ud = io_uring_cqe_get_data64(cqe);
-
-		count++;
-		if (ud == UD_EPOLL) {
-			p->epoll_armed = false;
-			epoll_ready = true;
-			continue;
-		}
-		if (ud < 1 || ud > MAX_UDP)
-			continue;
-		if (cqe->flags & IORING_CQE_F_BUFFER) {
-			unsigned int bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-
-			if (cqe->res > 0)
-				on_datagram(p, &p->udp[ud - 1], p->bufs + (size_t)bid * BUF_SIZE,
-					    cqe->res, now);
-			recycle(p, bid);
-		}
-		if (!(cqe->flags & IORING_CQE_F_MORE)) {
-			/* ENOBUFS: every buffer was in use; they are back after this batch. */
-			p->udp[ud - 1].armed = false;
-			atomic_fetch_add(&p->rearms, 1);
-			if (cqe->res < 0 && cqe->res != -ENOBUFS)
-				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
-					  p->udp[ud - 1].sock.port, strerror(-cqe->res));
-		}
-	}
-	io_uring_cq_advance(&p->ring, count);
-	if (p->recycled)
-		io_uring_buf_ring_advance(p->br, (int)p->recycled);
-	if (epoll_ready)
-		on_epoll(p);
-	reap_watches(p);
 }
 
 static void on_wake(void *arg)
@@ -309,10 +96,49 @@ static void report_start(struct uroce_progress *p, int err)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* The backends in the order auto tries them. */
+static const struct progress_backend *const backends[] = {
+	[UROCE_BACKEND_IO_URING] = &progress_uring_backend,
+	[UROCE_BACKEND_EPOLL] = &progress_epoll_backend,
+};
+
+static int setup_backend(struct uroce_progress *p, enum uroce_backend want)
+{
+	int err;
+
+	if (want != UROCE_BACKEND_AUTO) {
+		p->backend = backends[want];
+		err = p->backend->setup(p);
+		if (err)
+			uroce_log(UROCE_LOG_ERROR, "the %s backend cannot start: %s",
+				  p->backend->name, strerror(err));
+		return err;
+	}
+	p->backend = backends[UROCE_BACKEND_IO_URING];
+	err = p->backend->setup(p);
+	/* Docker's default seccomp and io_uring_disabled refuse io_uring: ENOSYS, EPERM. */
+	if (err == ENOSYS || err == EPERM || err == EACCES) {
+		uroce_log(UROCE_LOG_INFO, "io_uring is not available here (%s): using epoll",
+			  strerror(err));
+		p->backend = backends[UROCE_BACKEND_EPOLL];
+		err = p->backend->setup(p);
+	}
+	if (err)
+		uroce_log(UROCE_LOG_ERROR, "the %s backend cannot start: %s", p->backend->name,
+			  strerror(err));
+	return err;
+}
+
+struct start_arg {
+	struct uroce_progress *p;
+	enum uroce_backend backend;
+};
+
 static void *progress_main(void *arg)
 {
-	struct uroce_progress *p = arg;
-	int err = setup_ring(p);
+	struct start_arg *sa = arg;
+	struct uroce_progress *p = sa->p;
+	int err = setup_backend(p, sa->backend);
 
 	if (err) {
 		report_start(p, err);
@@ -324,26 +150,13 @@ static void *progress_main(void *arg)
 	err = p->ops->init(p->arg, p);
 	report_start(p, err);
 	while (!err && !atomic_load(&p->stop)) {
-		struct __kernel_timespec ts;
-		struct io_uring_cqe *cqe;
-		uint64_t now, next;
+		uint64_t now = uroce_now();
 
-		arm(p);
-		now = uroce_now();
 		uroce_timers_run(&p->timers, now);
-		next = uroce_timers_next(&p->timers);
-		if (next != UINT64_MAX) {
-			uint64_t wait = next > now ? next - now : 0;
-
-			ts.tv_sec = (long long)(wait / 1000000000u);
-			ts.tv_nsec = (long long)(wait % 1000000000u);
-		}
-		io_uring_submit_and_wait_timeout(&p->ring, &cqe, 1, next == UINT64_MAX ? NULL : &ts,
-						 NULL);
-		complete(p);
+		p->backend->wait(p, uroce_timers_next(&p->timers));
+		reap_watches(p);
 	}
-	io_uring_queue_exit(&p->ring);
-	free_buffers(p);
+	p->backend->teardown(p);
 	return NULL;
 }
 
@@ -378,13 +191,15 @@ static void free_progress(struct uroce_progress *p)
 }
 
 int uroce_progress_start(struct uroce_progress **out, const struct uroce_progress_ops *ops,
-			 void *arg, unsigned int buffers)
+			 void *arg, unsigned int buffers, enum uroce_backend backend)
 {
+	struct start_arg sa = {.backend = backend};
 	struct uroce_progress *p;
 	sigset_t all, old;
 	int err;
 
-	if (!buffers || buffers > 32768 || (buffers & (buffers - 1)))
+	if (!buffers || buffers > 32768 || (buffers & (buffers - 1)) ||
+	    (unsigned int)backend > UROCE_BACKEND_EPOLL)
 		return EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -396,7 +211,7 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	p->evfd = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->started_cond, NULL);
-	for (unsigned int i = 0; i < MAX_UDP; i++) {
+	for (unsigned int i = 0; i < PROGRESS_MAX_UDP; i++) {
 		p->udp[i].msg.msg_namelen = NAME_LEN;
 		p->udp[i].msg.msg_controllen = UROCE_UDP_CONTROL_LEN;
 	}
@@ -416,7 +231,8 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	/* The thread inherits the mask: no signal handler ever runs on it (issue 5, point 9). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&p->thread, NULL, progress_main, p);
+	sa.p = p;
+	err = pthread_create(&p->thread, NULL, progress_main, &sa);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
 		goto fail;
@@ -456,7 +272,7 @@ int uroce_progress_add_udp(struct uroce_progress *p, const struct uroce_udp *s)
 	int err = 0;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->udp_count == MAX_UDP)
+	if (p->udp_count == PROGRESS_MAX_UDP)
 		err = ENOSPC;
 	else
 		p->udp[p->udp_count++].sock = *s;
@@ -531,4 +347,9 @@ uint64_t uroce_progress_rx_oversize(const struct uroce_progress *p)
 uint64_t uroce_progress_rearms(const struct uroce_progress *p)
 {
 	return atomic_load(&p->rearms);
+}
+
+const char *uroce_progress_backend(const struct uroce_progress *p)
+{
+	return p->backend->name;
 }

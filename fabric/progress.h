@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The progress thread (ARCHITECTURE.md "The data path"): the only receiver. It owns an io_uring
- * (created on the thread, so IORING_SETUP_SINGLE_ISSUER and DEFER_TASKRUN are legal where the
- * kernel has them) with
- * - a multishot recvmsg on each UDP socket, taking buffers from one provided-buffer ring and
- *   re-armed whenever the kernel ends it (ENOBUFS when every buffer is in use, CQ overflow);
- * - a poll on an epoll instance holding the other descriptors it watches (the rendezvous
- *   sockets, its own eventfd for wake-ups);
- * - the wait's timeout at the earliest timer (fabric/timer.h).
- * Each turn takes the completions as one batch, hands each datagram to the datagram callback
- * and then returns the buffers. All signals are blocked on the thread.
+ * The progress thread (ARCHITECTURE.md "The data path"): the only receiver. Two backends
+ * (progress_int.h), chosen at start:
+ * - io_uring (created on the thread, so IORING_SETUP_SINGLE_ISSUER and DEFER_TASKRUN are legal
+ *   where the kernel has them): a multishot recvmsg on each UDP socket, taking buffers from one
+ *   provided-buffer ring and re-armed whenever the kernel ends it (ENOBUFS when every buffer is
+ *   in use, CQ overflow), and a poll on an epoll instance holding the other descriptors it
+ *   watches (the rendezvous sockets, its own eventfd for wake-ups);
+ * - epoll: the sockets in that epoll instance too, received with recvmmsg in batches. Where
+ *   io_uring is refused (Docker's default seccomp profile, kernel.io_uring_disabled) this is the
+ *   one that works.
+ * Either waits until the earliest timer (fabric/timer.h). Each turn hands each datagram of the
+ * batch to the datagram callback (a receive coalesced by UDP GRO is cut into its datagrams).
+ * All signals are blocked on the thread.
  */
 #ifndef UROCE_FABRIC_PROGRESS_H
 #define UROCE_FABRIC_PROGRESS_H
@@ -40,17 +43,31 @@ struct uroce_progress_ops {
 	void (*datagram)(void *arg, const struct uroce_rx *rx);
 };
 
-/* Receive buffers an endpoint uses: enough for a burst between two turns of the thread. */
-#define UROCE_PROGRESS_BUFFERS 256
+/*
+ * Receive buffers an endpoint uses: enough for a burst between two turns of the thread. Each
+ * holds a whole receive (UROCE_UDP_RECV_MAX: several datagrams coalesced by UDP GRO).
+ */
+#define UROCE_PROGRESS_BUFFERS 64
+
+/* The receive backend (UROCE_BACKEND): auto is io_uring if the kernel allows it, else epoll. */
+enum uroce_backend {
+	UROCE_BACKEND_AUTO,
+	UROCE_BACKEND_IO_URING,
+	UROCE_BACKEND_EPOLL,
+};
 
 /*
- * Start the thread with @buffers receive buffers (a power of two, at most 32768) and run
- * ops->init on it. Returns 0 and sets *@out, or EINVAL (@buffers), ENOMEM, the errno of io_uring
- * setup (ENOSYS, EPERM where io_uring is disabled; reported on stderr), of epoll, eventfd or
- * pthread_create, or what ops->init returned.
+ * Start the thread with @buffers receive buffers (a power of two, at most 32768) on @backend
+ * and run ops->init on it. Returns 0 and sets *@out, or EINVAL (@buffers, @backend), ENOMEM,
+ * the errno of io_uring setup for UROCE_BACKEND_IO_URING (ENOSYS, EPERM where io_uring is
+ * disabled; reported on stderr), of epoll, eventfd or pthread_create, or what ops->init
+ * returned.
  */
 int uroce_progress_start(struct uroce_progress **out, const struct uroce_progress_ops *ops,
-			 void *arg, unsigned int buffers);
+			 void *arg, unsigned int buffers, enum uroce_backend backend);
+
+/* The backend running: "io_uring" or "epoll". */
+const char *uroce_progress_backend(const struct uroce_progress *p);
 
 /* Stop and join the thread, free the watches and the ring. @p must not be used afterwards. */
 void uroce_progress_stop(struct uroce_progress *p);

@@ -90,6 +90,12 @@ int uroce_udp_open(struct uroce_udp *s, int family, uint16_t port)
 	}
 	if (err)
 		goto fail;
+	/*
+	 * UDP GRO: the kernel may hand several datagrams of one flow in one receive (a UDP GSO
+	 * train from a uroce peer arrives whole on loopback and veth), which the receiver cuts
+	 * apart (uroce_udp_segments). A kernel without it (before 5.0) just sends them singly.
+	 */
+	set_int(s->fd, IPPROTO_UDP, UDP_GRO, 1);
 	set_buffers(s->fd);
 	if (bind(s->fd, (struct sockaddr *)&ss, sslen) ||
 	    getsockname(s->fd, (struct sockaddr *)&ss, &sslen)) {
@@ -257,7 +263,8 @@ int uroce_udp_rx_source(struct roce_ipudp *f, const struct uroce_udp *s, const v
 	return 0;
 }
 
-ssize_t uroce_udp_recv(const struct uroce_udp *s, struct roce_ipudp *f, uint8_t *buf, size_t cap)
+ssize_t uroce_udp_recv(const struct uroce_udp *s, struct roce_ipudp *f, uint8_t *buf, size_t cap,
+		       uint16_t *seg)
 {
 	union {
 		struct cmsghdr align;
@@ -287,8 +294,9 @@ ssize_t uroce_udp_recv(const struct uroce_udp *s, struct roce_ipudp *f, uint8_t 
 		errno = err;
 		return -1;
 	}
+	*seg = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-		uroce_udp_rx_cmsg(f, c);
+		uroce_udp_rx_cmsg(f, c, seg);
 	return n;
 }
 
@@ -308,10 +316,15 @@ static int cmsg_int(const struct cmsghdr *c, size_t size)
 	return v;
 }
 
-void uroce_udp_rx_cmsg(struct roce_ipudp *f, const struct cmsghdr *c)
+void uroce_udp_rx_cmsg(struct roce_ipudp *f, const struct cmsghdr *c, uint16_t *seg)
 {
 	int v;
 
+	if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+		if ((v = cmsg_int(c, sizeof(int))) > 0 && v <= UINT16_MAX)
+			*seg = (uint16_t)v;
+		return;
+	}
 	if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
 		struct in_pktinfo pi;
 
@@ -356,4 +369,11 @@ uint64_t uroce_udp_drops(const struct uroce_udp *s)
 	if (getsockopt(s->fd, SOL_SOCKET, SO_MEMINFO, info, &len) || len <= SK_MEMINFO_DROPS * 4)
 		return 0;
 	return info[SK_MEMINFO_DROPS];
+}
+
+size_t uroce_udp_segment(size_t len, uint16_t seg, size_t off)
+{
+	if (!seg || seg >= len - off)
+		return len - off;
+	return seg;
 }

@@ -13,6 +13,8 @@
  * - IPV6_FLOWINFO_SEND: the flow label is sent.
  * - UDP_NO_CHECK6_RX: RoCE stacks send IPv6 with a zero UDP checksum (PROTOCOL.md §1.4).
  * - Buffers of UROCE_UDP_BUF bytes (SO_RCVBUFFORCE when permitted, else up to the sysctl limit).
+ * - UDP_GRO: a receive may hold several datagrams of one flow back to back, each of the size
+ *   the UDP_GRO control message gives but the last; uroce_udp_segment() cuts them apart.
  * - SOCK_CLOEXEC, and SOCK_NONBLOCK: a full send buffer is EAGAIN, a lost packet.
  */
 #ifndef UROCE_FABRIC_UDP_H
@@ -29,6 +31,8 @@
 
 /* Room for the control messages the options above produce on one datagram. */
 #define UROCE_UDP_CONTROL_LEN 256
+/* The most one receive returns: datagrams coalesced by UDP GRO (a UDP packet's limit). */
+#define UROCE_UDP_RECV_MAX 65535u
 
 struct uroce_udp {
 	int fd;        /* -1: not open */
@@ -71,12 +75,20 @@ int uroce_udp_send_gso(const struct uroce_udp *s, const struct roce_ipudp *f, co
 		       size_t len, uint16_t seg);
 
 /*
- * Receive one datagram from @s without waiting, outside the progress thread (which must not be
- * receiving on @s): its UDP payload into @buf (@cap bytes), and @f as the progress thread would
- * describe it. Returns the payload length, or -1 with errno EAGAIN (nothing queued), EMSGSIZE
- * (longer than @cap: discarded), EINVAL (an address not of @s's family) or recvmsg's.
+ * Receive from @s without waiting, outside the progress thread (which must not be receiving on
+ * @s): the UDP payload into @buf (@cap bytes; UROCE_UDP_RECV_MAX holds anything), and @f as the
+ * progress thread would describe it; *@seg is the UDP GRO segment size when several datagrams
+ * came in one (0: one). Returns the bytes received, or -1 with errno EAGAIN (nothing queued),
+ * EMSGSIZE (longer than @cap: discarded), EINVAL (an address not of @s's family) or recvmsg's.
  */
-ssize_t uroce_udp_recv(const struct uroce_udp *s, struct roce_ipudp *f, uint8_t *buf, size_t cap);
+ssize_t uroce_udp_recv(const struct uroce_udp *s, struct roce_ipudp *f, uint8_t *buf, size_t cap,
+		       uint16_t *seg);
+
+/*
+ * The length of the datagram at byte @off of a receive of @len bytes whose UDP GRO segment size
+ * is @seg (0: a single datagram): @seg, or what is left for the last one.
+ */
+size_t uroce_udp_segment(size_t len, uint16_t seg, size_t off);
 
 /*
  * Start the description @f of a datagram received on @s from @name (a sockaddr of @s's family,
@@ -87,10 +99,10 @@ int uroce_udp_rx_source(struct roce_ipudp *f, const struct uroce_udp *s, const v
 			size_t namelen);
 
 /*
- * Apply one control message of a received datagram to @f (destination address, tos, ttl, flow
- * label). Others are ignored.
+ * Apply one control message of a received buffer to @f (destination address, tos, ttl, flow
+ * label), or to *@seg (the UDP GRO segment size). Others are ignored.
  */
-void uroce_udp_rx_cmsg(struct roce_ipudp *f, const struct cmsghdr *c);
+void uroce_udp_rx_cmsg(struct roce_ipudp *f, const struct cmsghdr *c, uint16_t *seg);
 
 /*
  * Datagrams the kernel dropped on @s because its receive buffer was full (SO_MEMINFO: the

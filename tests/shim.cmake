@@ -58,9 +58,17 @@ set(_pingpongs
   "xsrq|18621|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 50 -s 10000 -m 1024"
   "xsrq_events|18622|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 20 -s 64 -e"
   "rc_capture_64k|18623|ibv_rc_pingpong -d uroce_lo -g 0 -n 10 -s 65536 -m 1024 -c"
+  "rc_64k_epoll|18625|ibv_rc_pingpong -d uroce_lo -g 0 -n 50 -s 65536 -m 1024 -c"
+  "uc_epoll|18626|ibv_uc_pingpong -d uroce_lo -g 0 -n 100 -s 3000 -c"
+  "ud_epoll|18627|ibv_ud_pingpong -d uroce_lo -g 0 -n 100 -s 1024 -c"
+  "srq_epoll|18628|ibv_srq_pingpong -d uroce_lo -g 0 -n 50 -s 2048 -c"
+  "xsrq_epoll|18629|ibv_xsrq_pingpong -d uroce_lo -g 0 -n 50 -s 10000 -m 1024"
 )
 uroce_two_process_tests(pingpong shim/pingpong.sh "${_pingpongs}")
 set_tests_properties(pingpong_rc_capture pingpong_rc_capture_64k PROPERTIES ENVIRONMENT PCAP_CHECK=1)
+# The same programs on the epoll backend, which runs where io_uring is refused.
+set_tests_properties(pingpong_rc_64k_epoll pingpong_uc_epoll pingpong_ud_epoll pingpong_srq_epoll
+  pingpong_xsrq_epoll PROPERTIES ENVIRONMENT UROCE_BACKEND=epoll)
 
 # perftest, unmodified, as two processes on loopback (perftest.sh): each operation, the latency
 # and bandwidth programs, UC, UD and XRC, several QPs and bidirectional. Without -R (rdma_cm).
@@ -84,6 +92,8 @@ set(_perftests
   "write_bw_faults|18645|ib_write_bw -d uroce_lo -x 0 -n 100"
   "read_bw_faults|18646|ib_read_bw -d uroce_lo -x 0 -n 100"
   "send_bw_faults|18647|ib_send_bw -d uroce_lo -x 0 -n 100"
+  "write_bw_epoll|18648|ib_write_bw -d uroce_lo -x 0 -n 300"
+  "read_lat_epoll|18649|ib_read_lat -d uroce_lo -x 0 -n 300"
 )
 uroce_two_process_tests(perftest shim/perftest.sh "${_perftests}")
 # The same through lossy, reordering, duplicating and corrupting wires (UROCE_FAULTS, both
@@ -91,3 +101,5 @@ uroce_two_process_tests(perftest shim/perftest.sh "${_perftests}")
 # with a handshake, so no last ACK is lost after a peer has gone.
 set_tests_properties(perftest_write_bw_faults perftest_read_bw_faults perftest_send_bw_faults
   PROPERTIES ENVIRONMENT "UROCE_FAULTS=loss=0.05,reorder=0.02,dup=0.01,corrupt=0.01,dir=both")
+set_tests_properties(perftest_write_bw_epoll perftest_read_lat_epoll
+  PROPERTIES ENVIRONMENT UROCE_BACKEND=epoll)

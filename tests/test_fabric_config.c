@@ -47,6 +47,8 @@ static void clean_env(void)
 	unsetenv("UROCE_UDP_PORT");
 	unsetenv("UROCE_PCAP");
 	unsetenv("UROCE_LOG");
+	unsetenv("UROCE_BACKEND");
+	unsetenv("UROCE_FAULTS");
 }
 
 TestSuite(config, .init = clean_env);
@@ -135,6 +137,37 @@ Test(config, log_level)
 	cr_assert_eq(uroce_config_load(&cfg), EINVAL);
 	cr_assert(strstr(stderr_end(), "UROCE_LOG=\"loud\" is not valid: expected error, info or "
 				       "debug"));
+}
+
+Test(config, backend)
+{
+	struct uroce_config cfg;
+
+	cr_assert_eq(uroce_config_load(&cfg), 0);
+	cr_assert_eq(cfg.backend, UROCE_BACKEND_AUTO);
+	setenv("UROCE_BACKEND", "epoll", 1);
+	cr_assert_eq(uroce_config_load(&cfg), 0);
+	cr_assert_eq(cfg.backend, UROCE_BACKEND_EPOLL);
+	setenv("UROCE_BACKEND", "io_uring", 1);
+	cr_assert_eq(uroce_config_load(&cfg), 0);
+	cr_assert_eq(cfg.backend, UROCE_BACKEND_IO_URING);
+	setenv("UROCE_BACKEND", "uring", 1);
+	stderr_begin();
+	cr_assert_eq(uroce_config_load(&cfg), EINVAL);
+	cr_assert(strstr(stderr_end(), "UROCE_BACKEND=\"uring\" is not valid: expected auto, "
+				       "io_uring or epoll"));
+}
+
+Test(config, unknown_variable_is_refused_by_name)
+{
+	struct uroce_config cfg;
+
+	setenv("UROCE_UDP_PROT", "5000", 1);
+	stderr_begin();
+	cr_assert_eq(uroce_config_load(&cfg), EINVAL);
+	cr_assert(strstr(stderr_end(), "UROCE_UDP_PROT is not a uroce variable (known: "
+				       "UROCE_UDP_PORT"));
+	unsetenv("UROCE_UDP_PROT");
 }
 
 /* A bad value after a good one that allocated: nothing leaks (ASan), nothing is returned. */

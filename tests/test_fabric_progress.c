@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fabric/progress: the thread's receive path with very few buffers, so that the multishot
- * receive runs out of them (ENOBUFS) and must be re-armed; and its watched descriptors.
+ * fabric/progress on both backends: the thread's receive path (with io_uring, very few buffers,
+ * so that the multishot receive runs out of them and must be re-armed), UDP GSO trains received
+ * whole (GRO) and cut into their datagrams, watched descriptors, init errors; and the automatic
+ * fall back to epoll where io_uring is refused (a seccomp filter, as Docker's profile does).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -37,6 +44,8 @@ static void datagram(void *arg, const struct uroce_rx *rx)
 	(void)arg;
 	if (rx->len != 12 || memcmp(rx->roce, "0123456789ab", 12))
 		atomic_fetch_add(&bad_payload, 1);
+	else if (rx->ip.dport != sock.port || rx->ip.ttl == 0)
+		atomic_fetch_add(&bad_payload, 1); /* the addresses of each datagram, GRO or not */
 	if (atomic_fetch_add(&received, 1) == 0)
 		usleep((useconds_t)atomic_load(&stall_us));
 }
@@ -61,31 +70,115 @@ static void wait_received(int n)
 		usleep(10000);
 }
 
-Test(progress, rearmed_after_running_out_of_buffers)
+/* 200 datagrams, the first one stalling the thread 100 ms so that they pile up. */
+static struct uroce_progress *receive_200(enum uroce_backend backend)
 {
 	struct uroce_progress *p;
 
 	cr_assert_eq(uroce_udp_open(&sock, AF_INET, 0), 0);
 	atomic_store(&stall_us, 100000);
-	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4), 0);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
 	cr_assert(atomic_load(&sigmask_ok), "signals are not blocked on the thread");
 	send_n(200);
 	wait_received(200);
 	cr_assert_eq(atomic_load(&received), 200);
 	cr_assert_eq(atomic_load(&bad_payload), 0);
-	cr_assert_gt(uroce_progress_rearms(p), 0, "the 4 buffers never ran out");
 	cr_assert_eq(uroce_progress_rx_lost(p), 0);
+	return p;
+}
+
+Test(progress, io_uring_rearmed_after_running_out_of_buffers)
+{
+	struct uroce_progress *p = receive_200(UROCE_BACKEND_IO_URING);
+
+	cr_assert_str_eq(uroce_progress_backend(p), "io_uring");
+	cr_assert_gt(uroce_progress_rearms(p), 0, "the 4 buffers never ran out");
 	uroce_progress_stop(p);
 	uroce_udp_close(&sock);
 }
 
-Test(progress, bad_buffer_counts)
+Test(progress, epoll_receives_in_batches)
+{
+	struct uroce_progress *p = receive_200(UROCE_BACKEND_EPOLL);
+
+	cr_assert_str_eq(uroce_progress_backend(p), "epoll");
+	uroce_progress_stop(p);
+	uroce_udp_close(&sock);
+}
+
+/* A UDP GSO train of 30 datagrams arrives in one receive (GRO) and is cut apart. */
+static void gro_train(enum uroce_backend backend)
+{
+	uint8_t buf[30 * 12];
+	struct uroce_udp tx;
+	struct roce_ipudp f = {0};
+	uint8_t lo[4] = {127, 0, 0, 1};
+	struct uroce_progress *p;
+
+	for (int i = 0; i < 30; i++)
+		memcpy(buf + 12 * i, "0123456789ab", 12);
+	cr_assert_eq(uroce_udp_open(&sock, AF_INET, 0), 0);
+	cr_assert_eq(uroce_udp_open(&tx, AF_INET, 0), 0);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
+	roce_gid_from_v4(f.sgid, lo);
+	roce_gid_from_v4(f.dgid, lo);
+	f.dport = sock.port;
+	f.ttl = 64;
+	cr_assert_eq(uroce_udp_send_gso(&tx, &f, buf, sizeof(buf), 12), 0);
+	wait_received(30);
+	cr_assert_eq(atomic_load(&received), 30);
+	cr_assert_eq(atomic_load(&bad_payload), 0);
+	uroce_progress_stop(p);
+	uroce_udp_close(&tx);
+	uroce_udp_close(&sock);
+}
+
+Test(progress, io_uring_gro_train)
+{
+	gro_train(UROCE_BACKEND_IO_URING);
+}
+
+Test(progress, epoll_gro_train)
+{
+	gro_train(UROCE_BACKEND_EPOLL);
+}
+
+Test(progress, bad_arguments)
 {
 	struct uroce_progress *p;
 
-	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 0), EINVAL);
-	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 3), EINVAL);
-	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 65536), EINVAL);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 0, UROCE_BACKEND_AUTO), EINVAL);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 3, UROCE_BACKEND_AUTO), EINVAL);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 65536, UROCE_BACKEND_AUTO), EINVAL);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, (enum uroce_backend)7), EINVAL);
+}
+
+/* Refuse io_uring_setup with EPERM in this process, as Docker's default seccomp profile does. */
+static void forbid_io_uring(void)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
+
+	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	cr_assert_eq(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog), 0);
+}
+
+Test(progress, auto_falls_back_to_epoll_without_io_uring)
+{
+	struct uroce_progress *p;
+
+	forbid_io_uring();
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, UROCE_BACKEND_IO_URING), EPERM,
+		     "io_uring asked for and refused: the error");
+	p = receive_200(UROCE_BACKEND_AUTO);
+	cr_assert_str_eq(uroce_progress_backend(p), "epoll");
+	uroce_progress_stop(p);
+	uroce_udp_close(&sock);
 }
 
 static struct uroce_progress *watched;
@@ -113,10 +206,10 @@ static int init_nothing(void *arg, struct uroce_progress *p)
 
 static const struct uroce_progress_ops quiet_ops = {.init = init_nothing, .datagram = datagram};
 
-Test(progress, watch_and_unwatch)
+static void watch_and_unwatch(enum uroce_backend backend)
 {
 	cr_assert_eq(pipe2(pipe_fd, O_CLOEXEC | O_NONBLOCK), 0);
-	cr_assert_eq(uroce_progress_start(&watched, &quiet_ops, NULL, 4), 0);
+	cr_assert_eq(uroce_progress_start(&watched, &quiet_ops, NULL, 4, backend), 0);
 	cr_assert(!uroce_progress_on_thread(watched));
 	w = uroce_progress_watch(watched, pipe_fd[0], on_ready, &pipe_fd[0]);
 	cr_assert_not_null(w);
@@ -137,6 +230,16 @@ Test(progress, watch_and_unwatch)
 	close(pipe_fd[1]);
 }
 
+Test(progress, io_uring_watch_and_unwatch)
+{
+	watch_and_unwatch(UROCE_BACKEND_IO_URING);
+}
+
+Test(progress, epoll_watch_and_unwatch)
+{
+	watch_and_unwatch(UROCE_BACKEND_EPOLL);
+}
+
 static int init_fails(void *arg, struct uroce_progress *p)
 {
 	(void)arg;
@@ -150,6 +253,9 @@ Test(progress, init_error_is_returned)
 {
 	struct uroce_progress *p = NULL;
 
-	cr_assert_eq(uroce_progress_start(&p, &failing_ops, NULL, 4), EADDRINUSE);
+	cr_assert_eq(uroce_progress_start(&p, &failing_ops, NULL, 4, UROCE_BACKEND_IO_URING),
+		     EADDRINUSE);
+	cr_assert_eq(uroce_progress_start(&p, &failing_ops, NULL, 4, UROCE_BACKEND_EPOLL),
+		     EADDRINUSE);
 	cr_assert_null(p);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fabric/log.h"
 #include "fabric/net.h"
 #include "verbs-shim/async.h"
 #include "verbs-shim/cq.h"
@@ -37,6 +38,41 @@ static struct {
 	atomic_uint_least64_t no_qp;       /* DestQP not (or no longer) a QP of this process */
 	atomic_uint_least64_t unsupported; /* QP 1 (CM) and multicast: not handled yet */
 } drops;
+
+/* The transport counters of the QPs destroyed so far (struct roce_qp_counters), summed. */
+static struct {
+	atomic_uint_least64_t retransmits, timeouts, seq_naks_sent, rnr_naks_sent, rx_duplicate,
+		rx_out_of_seq;
+} qp_totals;
+
+/* With UROCE_LOG=info, what the process's engine did, when it exits. */
+static void log_totals(void)
+{
+	struct uroce_net_stats st;
+
+	uroce_net_get_stats(net, &st);
+	uroce_log(UROCE_LOG_INFO,
+		  "packets: %llu sent, %llu received (%llu forwarded for other processes); "
+		  "dropped: %llu malformed, %llu bad ICRC, %llu for no QP, %llu unsupported, %llu "
+		  "lost in socket buffers; faults: %llu lost, %llu duplicated, %llu corrupted, "
+		  "%llu reordered; QPs: %llu retransmissions, %llu timeouts, %llu sequence NAKs "
+		  "and %llu RNR NAKs sent, %llu duplicates and %llu out of sequence received",
+		  (unsigned long long)st.tx_packets, (unsigned long long)st.rx_packets,
+		  (unsigned long long)st.forwarded,
+		  (unsigned long long)atomic_load(&drops.malformed),
+		  (unsigned long long)atomic_load(&drops.bad_icrc),
+		  (unsigned long long)atomic_load(&drops.no_qp),
+		  (unsigned long long)atomic_load(&drops.unsupported),
+		  (unsigned long long)st.rx_buffers_lost, (unsigned long long)st.faults.lost,
+		  (unsigned long long)st.faults.duplicated, (unsigned long long)st.faults.corrupted,
+		  (unsigned long long)st.faults.reordered,
+		  (unsigned long long)atomic_load(&qp_totals.retransmits),
+		  (unsigned long long)atomic_load(&qp_totals.timeouts),
+		  (unsigned long long)atomic_load(&qp_totals.seq_naks_sent),
+		  (unsigned long long)atomic_load(&qp_totals.rnr_naks_sent),
+		  (unsigned long long)atomic_load(&qp_totals.rx_duplicate),
+		  (unsigned long long)atomic_load(&qp_totals.rx_out_of_seq));
+}
 
 static void on_recv(void *arg, const struct uroce_rx *rx);
 
@@ -59,8 +95,10 @@ static void open_net(void)
  */
 __attribute__((destructor)) static void close_net(void)
 {
-	if (net && getpid() == net_pid)
+	if (net && getpid() == net_pid) {
+		log_totals();
 		uroce_net_close(net);
+	}
 }
 
 /* The endpoint, opened on first use: NULL with errno if it cannot be had. */
@@ -410,6 +448,12 @@ void uroce_qp_destroying(struct uroce_qp *qp)
 
 	uroce_qpn_map_remove(qpn); /* waits for a packet being handled */
 	uroce_timer_cancel(net, &qp->timer);
+	atomic_fetch_add(&qp_totals.retransmits, qp->core.counters.retransmits);
+	atomic_fetch_add(&qp_totals.timeouts, qp->core.counters.timeouts);
+	atomic_fetch_add(&qp_totals.seq_naks_sent, qp->core.counters.seq_naks_sent);
+	atomic_fetch_add(&qp_totals.rnr_naks_sent, qp->core.counters.rnr_naks_sent);
+	atomic_fetch_add(&qp_totals.rx_duplicate, qp->core.counters.rx_duplicate);
+	atomic_fetch_add(&qp_totals.rx_out_of_seq, qp->core.counters.rx_out_of_seq);
 	roce_qp_fini(&qp->core);
 	uroce_net_free_qpn(net, qpn);
 }
