@@ -134,10 +134,31 @@ static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_
 }
 
 /* Send a finished frame and record it. */
+/*
+ * The UDP port a datagram to @g leaves for: the RoCE port, or, for a QP of a process of this
+ * host reached from the very address it is sent from, that process's own socket, past the hub
+ * (rdv.h). The ICRC and the capture keep the RoCE port: it is what a wire would carry, and the
+ * receiver puts it back (on_datagram).
+ */
+static uint16_t dest_port(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce)
+{
+	/* DestQP: BTH bytes 5..7 (PROTOCOL.md §1.5). */
+	uint32_t qpn = (uint32_t)roce[5] << 16 | (uint32_t)roce[6] << 8 | roce[7];
+	uint16_t port = 0;
+
+	if (!memcmp(g->sgid, g->dgid, 16))
+		port = uroce_rdv_direct_port(net->rdv, qpn, !roce_gid_is_v4(g->dgid));
+	return port ? port : g->dport;
+}
+
 static int transmit(struct uroce_net *net, const struct uroce_udp *s, const struct roce_ipudp *g,
 		    const uint8_t *roce, size_t len)
 {
-	int err = uroce_udp_send(s, g, roce, len);
+	struct roce_ipudp w = *g;
+	int err;
+
+	w.dport = dest_port(net, g, roce);
+	err = uroce_udp_send(s, &w, roce, len);
 
 	if (err) {
 		atomic_fetch_add(&net->tx_errors, 1);
@@ -174,10 +195,17 @@ static void flush_capture(struct uroce_timer *t, uint64_t now)
 static void on_datagram(void *arg, const struct uroce_rx *rx)
 {
 	struct uroce_net *net = arg;
+	struct uroce_rx direct;
 
 	if (rx->len < ROCE_BTH_LEN) {
 		atomic_fetch_add(&net->rx_short, 1);
 		return;
+	}
+	if (rx->ip.dport != net->cfg.udp_port) {
+		/* Sent to this process's own socket past the hub (dest_port): to the RoCE port. */
+		direct = *rx;
+		direct.ip.dport = net->cfg.udp_port;
+		rx = &direct;
 	}
 	switch (uroce_rdv_route(net->rdv, rx)) {
 	case UROCE_RDV_DELIVER:
@@ -226,7 +254,9 @@ static int init(void *arg, struct uroce_progress *p)
 	net->progress = p;
 	err = watch_pair(p, net->udp);
 	if (!err)
-		err = uroce_rdv_join(&net->rdv, net->cfg.udp_port, p, &net->qpn, &rdv_ops, net);
+		err = uroce_rdv_join(&net->rdv, net->cfg.udp_port,
+				     (uint16_t[2]){net->udp[V4].port, net->udp[V6].port}, p,
+				     &net->qpn, &rdv_ops, net);
 	return err;
 }
 
@@ -423,14 +453,19 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
 	return err;
 }
 
-/* How many of lens[0..n) one GSO send takes: equal lengths, the last may be shorter. */
-static unsigned int gso_run(const uint16_t *lens, unsigned int n, size_t *bytes)
+/*
+ * How many of the datagrams lens[0..n) at @buf one GSO send takes: equal lengths (the last may
+ * be shorter), one destination port (dest_port: UD sends of a train may go to several QPs).
+ */
+static unsigned int gso_run(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *buf,
+			    const uint16_t *lens, unsigned int n, size_t *bytes)
 {
+	uint16_t port = dest_port(net, g, buf);
 	unsigned int k = 1;
 
 	*bytes = lens[0];
 	while (k < n && k < UROCE_UDP_GSO_SEGS && lens[k] <= lens[0] &&
-	       *bytes + lens[k] <= UROCE_UDP_GSO_MAX) {
+	       *bytes + lens[k] <= UROCE_UDP_GSO_MAX && dest_port(net, g, buf + *bytes) == port) {
 		*bytes += lens[k];
 		if (lens[k++] < lens[0])
 			break; /* a shorter one ends the run */
@@ -460,23 +495,25 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 
 	for (unsigned int i = 0; i < n;) {
 		const struct uroce_udp *s;
-		size_t bytes;
-		unsigned int k = gso_run(lens + i, n - i, &bytes);
 		int e = check_send(net, f, lens[i], &s);
+		struct roce_ipudp g0 = e ? *f : on_wire(net, s, f, 0);
+		size_t bytes;
+		unsigned int k = gso_run(net, &g0, buf, lens + i, n - i, &bytes);
 		uint8_t *p = buf;
 
 		/* Faults act on single packets: with them, trains go one by one. */
 		if (!e && k > 1 && !atomic_load(&net->no_gso) &&
 		    !uroce_faults_on(net->faults, true)) {
+			struct roce_ipudp w = g0;
+
 			/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
 			for (unsigned int j = 0; j < k; p += lens[i + j], j++) {
 				struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
 
 				roce_icrc_fill(&g, p, lens[i + j]);
 			}
-			struct roce_ipudp g0 = on_wire(net, s, f, 0);
-
-			e = uroce_udp_send_gso(s, &g0, buf, bytes, lens[i]);
+			w.dport = dest_port(net, &g0, buf);
+			e = uroce_udp_send_gso(s, &w, buf, bytes, lens[i]);
 			if (e == EIO || e == EINVAL) {
 				/* No UDP GSO on this path: from now on one by one. */
 				atomic_store(&net->no_gso, true);

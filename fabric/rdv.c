@@ -37,9 +37,10 @@ struct conn {
 	struct uroce_rdv *r;
 	int fd;
 	struct uroce_watch *watch;
-	uint64_t token; /* hub: 0 until HELLO */
-	pid_t pid;      /* SO_PEERCRED, as seen from here */
-	bool dead;      /* hub: to be dropped by reap() */
+	uint64_t token;    /* hub: 0 until HELLO */
+	uint16_t ports[2]; /* hub: the process's own UDP ports (HELLO) */
+	pid_t pid;         /* SO_PEERCRED, as seen from here */
+	bool dead;         /* hub: to be dropped by reap() */
 	struct conn *next;
 };
 
@@ -49,9 +50,13 @@ struct uroce_rdv {
 	struct uroce_qpn *qpn;
 	const struct uroce_rdv_ops *ops;
 	void *arg;
-	uint64_t token; /* this process */
+	uint64_t token;       /* this process */
+	uint16_t my_ports[2]; /* its own UDP sockets' ports, IPv4 and IPv6 */
 	struct sockaddr_un name;
 	socklen_t name_len;
+
+	/* Each block owner's own UDP ports (IPv4 | IPv6 << 16): written on the progress thread. */
+	_Atomic uint32_t ports[UROCE_QPN_BLOCKS];
 
 	/* Progress thread only. */
 	uint64_t owner[UROCE_QPN_BLOCKS];     /* token of each block's owner; 0: free */
@@ -232,13 +237,24 @@ static void add_own_block(struct uroce_rdv *r, uint32_t block)
 
 /* Hub side. */
 
-/* Record @block's new owner and tell every other process (not @skip, which is told apart). */
-static void set_owner(struct uroce_rdv *r, uint32_t block, uint64_t token, struct conn *route,
-		      struct conn *skip)
+static uint32_t pack_ports(const uint16_t ports[2])
+{
+	return ports ? ports[0] | (uint32_t)ports[1] << 16 : 0;
+}
+
+/*
+ * Record @block's new owner, whose own UDP ports are @ports (NULL: none, a freed block), and tell
+ * every other process (not @skip, which is told apart).
+ */
+static void set_owner(struct uroce_rdv *r, uint32_t block, uint64_t token, const uint16_t *ports,
+		      struct conn *route, struct conn *skip)
 {
 	struct rdv_owner_msg m = {.hdr = hdr(RDV_OWNER), .owner = {.block = block, .token = token}};
 
+	if (ports)
+		memcpy(m.owner.ports, ports, sizeof(m.owner.ports));
 	r->owner[block] = token;
+	atomic_store_explicit(&r->ports[block], pack_ports(ports), memory_order_relaxed);
 	r->route[block] = route;
 	for (struct conn *c = r->conns; c; c = c->next)
 		if (c != skip && c->token)
@@ -269,7 +285,7 @@ static int hub_self_grant(struct uroce_rdv *r)
 		answered(r, false);
 		return ENOSPC;
 	}
-	set_owner(r, block, r->token, NULL, NULL);
+	set_owner(r, block, r->token, r->my_ports, NULL, NULL);
 	err = uroce_qpn_add_block(r->qpn, block);
 	answered(r, !err);
 	return err;
@@ -288,7 +304,7 @@ static void drop_conn(struct uroce_rdv *r, struct conn *c)
 		uroce_log(UROCE_LOG_INFO, "rendezvous: process %d has left", (int)c->pid);
 	for (uint32_t b = 0; c->token && b < UROCE_QPN_BLOCKS; b++)
 		if (r->owner[b] == c->token)
-			set_owner(r, b, 0, NULL, NULL);
+			set_owner(r, b, 0, NULL, NULL, NULL);
 	free(c);
 }
 
@@ -326,7 +342,11 @@ static void send_table(struct uroce_rdv *r, struct conn *c)
 	t->count = 0;
 	for (uint32_t b = 0; b < UROCE_QPN_BLOCKS; b++) {
 		if (r->owner[b])
-			t->entry[t->count++] = (struct rdv_owner){.block = b, .token = r->owner[b]};
+			t->entry[t->count++] =
+				(struct rdv_owner){.block = b,
+						   .ports = {atomic_load(&r->ports[b]) & 0xFFFF,
+							     atomic_load(&r->ports[b]) >> 16},
+						   .token = r->owner[b]};
 		/* The last record is sent even if empty: it is what replaces the process's copy. */
 		if (t->count == RDV_TABLE_MAX || b == UROCE_QPN_BLOCKS - 1) {
 			conn_send(c, t, sizeof(*t) + t->count * sizeof(t->entry[0]));
@@ -350,6 +370,7 @@ static void hub_hello(struct uroce_rdv *r, struct conn *c, const struct rdv_hell
 		}
 	}
 	c->token = m->token;
+	memcpy(c->ports, m->ports, sizeof(c->ports));
 	uroce_log(UROCE_LOG_INFO, "rendezvous: process %d (uid %u, pid %u in its namespace) joined",
 		  (int)cred.pid, (unsigned int)cred.uid, m->pid);
 	send_table(r, c);
@@ -371,7 +392,7 @@ static void hub_request(struct uroce_rdv *r, struct conn *c)
 		return;
 	}
 	/* The others first: once the requester has the block, every survivor knows it is taken. */
-	set_owner(r, block, c->token, c, c);
+	set_owner(r, block, c->token, c->ports, c, c);
 	m.block = block;
 	conn_send(c, &m, sizeof(m));
 }
@@ -385,7 +406,7 @@ static void hub_claim(struct uroce_rdv *r, struct conn *c, uint32_t block)
 		return;
 	}
 	if (!r->owner[block]) {
-		set_owner(r, block, c->token, c, c);
+		set_owner(r, block, c->token, c->ports, c, c);
 	} else if (r->owner[block] == c->token) {
 		r->route[block] = c;
 	} else {
@@ -527,6 +548,16 @@ static void forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *
 		atomic_fetch_add(&r->forwarded, 1);
 }
 
+uint16_t uroce_rdv_direct_port(const struct uroce_rdv *r, uint32_t qpn, bool v6)
+{
+	uint32_t ports;
+
+	if (qpn == ROCE_GSI_QPN || qpn == ROCE_MCAST_QPN || qpn > ROCE_MCAST_QPN)
+		return 0;
+	ports = atomic_load_explicit(&r->ports[uroce_qpn_block(qpn)], memory_order_relaxed);
+	return (uint16_t)(v6 ? ports >> 16 : ports & 0xFFFF);
+}
+
 enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx *rx)
 {
 	/* DestQP: BTH bytes 5..7 (PROTOCOL.md §1.5). */
@@ -550,11 +581,13 @@ enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx 
 
 /* Process side. */
 
-/* The hub says @block is @token's. */
-static void take(struct uroce_rdv *r, uint32_t block, uint64_t token)
+/* The hub says @block is @token's, whose own UDP ports are @ports. */
+static void take(struct uroce_rdv *r, uint32_t block, uint64_t token, const uint16_t ports[2])
 {
 	if (block >= UROCE_QPN_BLOCKS)
 		return;
+	atomic_store_explicit(&r->ports[block], token ? pack_ports(ports) : 0,
+			      memory_order_relaxed);
 	if (r->owner[block] == r->token && token != r->token)
 		uroce_log(UROCE_LOG_ERROR,
 			  "rendezvous: the hub gave QPN block %u of this process to another",
@@ -605,17 +638,17 @@ static void process_message(struct uroce_rdv *r, size_t n)
 				r->owner[i] = 0;
 		r->table_pending = false;
 		for (uint32_t i = 0; i < t->count; i++)
-			take(r, t->entry[i].block, t->entry[i].token);
+			take(r, t->entry[i].block, t->entry[i].token, t->entry[i].ports);
 		return;
 	case RDV_OWNER:
 		if (n < sizeof(*o))
 			goto bad;
-		take(r, o->owner.block, o->owner.token);
+		take(r, o->owner.block, o->owner.token, o->owner.ports);
 		return;
 	case RDV_GRANT:
 		if (n < sizeof(*b) || b->block >= UROCE_QPN_BLOCKS)
 			goto bad;
-		take(r, b->block, r->token);
+		take(r, b->block, r->token, r->my_ports);
 		r->outstanding -= r->outstanding > 0;
 		answered(r, true);
 		return;
@@ -734,7 +767,7 @@ static void on_grace(struct uroce_timer *t, uint64_t now)
 	for (uint32_t b = 0; r->hub && b < UROCE_QPN_BLOCKS; b++) {
 		if (r->owner[b] && r->owner[b] != r->token && !r->route[b]) {
 			uroce_log(UROCE_LOG_DEBUG, "rendezvous: QPN block %u was not claimed", b);
-			set_owner(r, b, 0, NULL, NULL);
+			set_owner(r, b, 0, NULL, NULL, NULL);
 		}
 	}
 	reap(r);
@@ -808,8 +841,10 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 
 static int become_process(struct uroce_rdv *r, int fd)
 {
-	struct rdv_hello hello = {
-		.hdr = hdr(RDV_HELLO), .token = r->token, .pid = (uint32_t)getpid()};
+	struct rdv_hello hello = {.hdr = hdr(RDV_HELLO),
+				  .token = r->token,
+				  .pid = (uint32_t)getpid(),
+				  .ports = {r->my_ports[0], r->my_ports[1]}};
 	struct ucred cred;
 	int err = set_nonblock(fd);
 
@@ -939,8 +974,9 @@ static void free_rdv(struct uroce_rdv *r, bool unwatch)
 	free(r);
 }
 
-int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, struct uroce_progress *p,
-		   struct uroce_qpn *qpn, const struct uroce_rdv_ops *ops, void *arg)
+int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, const uint16_t own_ports[2],
+		   struct uroce_progress *p, struct uroce_qpn *qpn, const struct uroce_rdv_ops *ops,
+		   void *arg)
 {
 	struct uroce_rdv *r = calloc(1, sizeof(*r));
 	pthread_condattr_t ca;
@@ -949,6 +985,7 @@ int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, struct uroce_progress 
 	if (!r)
 		return ENOMEM;
 	r->port = port;
+	memcpy(r->my_ports, own_ports, sizeof(r->my_ports));
 	r->progress = p;
 	r->qpn = qpn;
 	r->ops = ops;

@@ -14,14 +14,17 @@
  * knows which blocks are taken.
  *
  * Messages (fabric/rdv_proto.h):
- *   HELLO   process -> hub, first: token and pid. The hub answers with the table (one or more
+ *   HELLO   process -> hub, first: token, pid and the ports of its own UDP sockets (the
+ *           others send datagrams for its QPs from this host's own address straight to those,
+ *           past the hub: uroce_rdv_direct_port). The hub answers with the table (one or more
  *           TABLE records), which replaces the process's copy once it arrives, or REFUSED if
  *           the version differs.
  *   REQUEST process -> hub: a block please. The hub picks the next free block after the last
  *           one it handed out (so a freed block is reused late), sends OWNER to every other
  *           process first, then GRANT to the requester: by the time the requester may use the
  *           block, every survivor of a hub crash knows it is taken. No block left: FULL.
- *   OWNER   hub -> processes: a block's new owner (token 0 when its owner has gone).
+ *   OWNER   hub -> processes: a block's new owner and its ports (token 0 when its owner has
+ *           gone).
  *   CLAIM   process -> new hub, after HELLO: a block it owns. Honoured (CLAIMED ok) if the block
  *           is free or already the claimant's; refused otherwise (logged: cannot happen unless
  *           a process was cut off longer than the grace period).
@@ -72,12 +75,23 @@ struct uroce_rdv_ops {
 
 /*
  * Join the rendezvous of UDP port @port, as hub or not. On the progress thread of @p (from its
- * init). Granted blocks are added to @qpn. Returns 0 and sets *@out, or ENOMEM, ETIMEDOUT (the
- * name stayed bound by a process that never listened), EPROTO (the hub refused this version),
- * what bind_port returned, or the errno of the socket call that failed; reported on stderr.
+ * init). @own_ports are the ports of this process's own UDP sockets (IPv4, IPv6; 0: none), which
+ * the others learn with its blocks (uroce_rdv_direct_port). Granted blocks are added to @qpn.
+ * Returns 0 and sets *@out, or ENOMEM, ETIMEDOUT (the name stayed bound by a process that never
+ * listened), EPROTO (the hub refused this version), what bind_port returned, or the errno of the
+ * socket call that failed; reported on stderr.
  */
-int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, struct uroce_progress *p,
-		   struct uroce_qpn *qpn, const struct uroce_rdv_ops *ops, void *arg);
+int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, const uint16_t own_ports[2],
+		   struct uroce_progress *p, struct uroce_qpn *qpn, const struct uroce_rdv_ops *ops,
+		   void *arg);
+
+/*
+ * The own UDP port (@v6: of its IPv6 socket) of the process whose QPs @qpn belongs to, or 0 if
+ * none is known (a free block, QP 1 or multicast). A datagram to that QP from an address of
+ * this host can go straight there instead of through the hub. Any thread; a stale answer sends
+ * a datagram where nobody reads it, lost as on a wire.
+ */
+uint16_t uroce_rdv_direct_port(const struct uroce_rdv *r, uint32_t qpn, bool v6);
 
 /*
  * Close the rendezvous sockets (the others see EOF: a hub's leaving starts a takeover) and free

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define RDV_MAGIC   0x76645275u /* "uRdv" in memory on a little-endian host */
-#define RDV_VERSION 1u
+#define RDV_VERSION 2u
 
 enum rdv_type {
 	RDV_HELLO = 1, /* process -> hub: struct rdv_hello, first message */
@@ -35,15 +35,15 @@ struct rdv_hdr {
 
 struct rdv_hello {
 	struct rdv_hdr hdr;
-	uint64_t token; /* the process's random identity: owners are named by it */
-	uint32_t pid;   /* for messages only (SO_PEERCRED gives the hub's own view) */
-	uint32_t pad;
+	uint64_t token;    /* the process's random identity: owners are named by it */
+	uint32_t pid;      /* for messages only (SO_PEERCRED gives the hub's own view) */
+	uint16_t ports[2]; /* its own UDP sockets' ports, IPv4 and IPv6 (0: none) */
 };
 
-/* A block and its owner (token 0: free). */
+/* A block and its owner (token 0: free), with the owner's own UDP ports (rdv_hello). */
 struct rdv_owner {
 	uint32_t block;
-	uint32_t pad;
+	uint16_t ports[2];
 	uint64_t token;
 };
 
