@@ -1,0 +1,39 @@
+# "Two hosts": unmodified programs between two network namespaces joined by a veth pair
+# (netns/two-hosts.sh; root only, skipped with a message otherwise), IPv4 and IPv6, through
+# nftables loss (an independent check of retransmission), with UROCE_FAULTS, and a capture that
+# must decode in tshark and verify in scapy (GSO segments crossing a veth keep their ICRCs).
+# NAME|family|check|environment (or -)|program and arguments
+set(_two_hosts
+  "rc4|4|bytes|-|ibv_rc_pingpong -n 200 -s 4096 -c"
+  "rc64k|4|bytes|-|ibv_rc_pingpong -n 100 -s 65536 -c"
+  "rc6|6|bytes|-|ibv_rc_pingpong -n 200 -s 4096 -c"
+  "uc|4|bytes|-|ibv_uc_pingpong -n 100 -s 3000 -c"
+  "ud|4|bytes|-|ibv_ud_pingpong -n 100 -s 1024 -c"
+  "ud6|6|bytes|-|ibv_ud_pingpong -n 100 -s 1024 -c"
+  "srq|4|bytes|-|ibv_srq_pingpong -n 50 -s 2048 -c"
+  "xsrq|4|bytes|-|ibv_xsrq_pingpong -n 50 -s 10000"
+  "cap|4|bytes|CAPTURE=1|ibv_rc_pingpong -n 20 -s 8192 -c"
+  "cap6|6|bytes|CAPTURE=1|ibv_rc_pingpong -n 20 -s 8192 -c"
+  "loss64m|4|bytes|LOSS=5|ibv_rc_pingpong -n 1024 -s 65536 -c"
+  "loss6|6|bytes|LOSS=5|ibv_rc_pingpong -n 200 -s 65536 -c"
+  "wbwloss|4|perftest|LOSS=5|ib_write_bw -n 1024 -s 65536"
+  "rbw6|6|perftest|-|ib_read_bw -n 300"
+  "sbwfault|4|perftest|FAULTS=loss=0.03,reorder=0.02,dup=0.01,corrupt=0.01,dir=both|ib_send_bw -n 300"
+)
+foreach(_entry IN LISTS _two_hosts)
+  string(REPLACE "|" ";" _f "${_entry}")
+  list(GET _f 0 _name)
+  list(GET _f 1 _family)
+  list(GET _f 2 _check)
+  list(GET _f 3 _env)
+  list(GET _f 4 _cmdline)
+  separate_arguments(_cmd UNIX_COMMAND "${_cmdline}")
+  add_test(NAME netns_${_name}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/netns/two-hosts.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+            "${UROCE_SANITIZE}" ${_name} ${_family} ${_check} ${_cmd})
+  set_tests_properties(netns_${_name} PROPERTIES LABELS "netns;integration" TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+  if(NOT _env STREQUAL "-")
+    set_tests_properties(netns_${_name} PROPERTIES ENVIRONMENT "${_env}")
+  endif()
+endforeach()

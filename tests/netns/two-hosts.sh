@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Run an unmodified rdma-core or perftest program between two "hosts": network namespaces joined
+# by a veth pair, each process the only uroce process of its namespace (so each holds UDP 4791
+# itself, as on two machines). Needs root; exits 77 (skipped, with a message) otherwise.
+#
+# Usage: two-hosts.sh UROCE_RUN SANITIZER NAME FAMILY CHECK PROGRAM [ARGS...]
+#   NAME    short and unique per test: names the namespaces and picks the addresses
+#   FAMILY  4 or 6: the RoCE traffic's (the GIDs of 10.200.N.1/.2 or fd00:200:N::1/::2); the
+#           programs' own TCP exchange always uses IPv4, which the examples' servers listen on
+#   CHECK   "bytes" (rdma-core examples print their throughput), "perftest" (a result row)
+# Environment: LOSS=P drops P% of the RoCE packets entering either host (nftables numgen
+# random, an independent check of retransmission: this kernel has no netem) -- all but RC
+# ACKs (opcode 0x11), so that no program loses the last ACK of a peer that has already exited,
+# which no retransmission could bring back; CAPTURE=1 records host b's
+# frames and checks they decode in tshark with no malformed frame and that scapy verifies
+# every ICRC; FAULTS=SPEC sets UROCE_FAULTS for both processes.
+set -uo pipefail
+
+run=$1 sanitizer=$2 name=$3 family=$4 check=$5 prog=$6
+shift 6
+if [[ $sanitizer == thread ]]; then
+	echo "two-hosts: skipped: system programs cannot load a ThreadSanitizer build of uroce"
+	exit 77
+fi
+if ((EUID != 0)) || ! ip netns add "uroce-$name-probe" 2>/dev/null; then
+	echo "two-hosts: skipped: network namespaces need root (and ip netns)"
+	exit 77
+fi
+ip netns del "uroce-$name-probe"
+
+a=uroce-$name-a b=uroce-$name-b
+n=$(( $(cksum <<<"$name" | cut -d' ' -f1) % 200 + 10 ))
+dir=$(mktemp -d)
+cleanup() {
+	kill "${server:-}" 2>/dev/null
+	ip netns del "$a" 2>/dev/null
+	ip netns del "$b" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+ip netns add "$a" && ip netns add "$b" || exit 1
+ip link add va netns "$a" type veth peer name vb netns "$b" || exit 1
+for ns in "$a" "$b"; do
+	ip -n "$ns" link set lo up
+done
+tcp_b=10.200.$n.2
+ip -n "$a" addr add "10.200.$n.1/24" dev va
+ip -n "$b" addr add "$tcp_b/24" dev vb
+if [[ $family == 6 ]]; then
+	addr_a=fd00:200:$n::1 addr_b=fd00:200:$n::2
+	ip -n "$a" addr add "$addr_a/64" dev va nodad
+	ip -n "$b" addr add "$addr_b/64" dev vb nodad
+else
+	addr_a=10.200.$n.1 addr_b=$tcp_b
+fi
+ip -n "$a" link set va up
+ip -n "$b" link set vb up
+for ((i = 0; i < 100; i++)); do
+	ip -n "$a" link show va | grep -q LOWER_UP && ip -n "$b" link show vb | grep -q LOWER_UP &&
+		break
+	sleep 0.05
+done
+if [[ -n ${LOSS:-} ]]; then
+	for ns in "$a" "$b"; do
+		ip netns exec "$ns" nft -f - <<NFT || exit 1
+table inet uroce_loss {
+	chain input {
+		type filter hook input priority 0;
+		udp dport 4791 @th,64,8 != 0x11 numgen random mod 100 < $LOSS counter drop
+	}
+}
+NFT
+	done
+fi
+
+# The GID index of the address on the veth: the example programs take -g, perftest -x.
+gid_index() {
+	local ns=$1 want=$2
+	ip netns exec "$ns" "$run" ibv_devinfo -d uroce_v"${ns: -1}" -v 2>/dev/null |
+		awk -v want="$want" '/GID\[/ { gsub(/[\t ]+/, " "); split($0, f, " ");
+			idx = f[2]; sub(/GID\[/, "", idx); sub(/\]:/, "", idx);
+			if (index($0, want)) { print idx; exit } }'
+}
+
+env=()
+[[ -n ${FAULTS:-} ]] && env+=("UROCE_FAULTS=$FAULTS")
+capture=()
+[[ ${CAPTURE:-0} == 1 ]] && capture=("UROCE_PCAP=$dir/b.pcap")
+want_b=$addr_b want_a=$addr_a
+[[ $family == 4 ]] && want_b=":$addr_b" want_a=":$addr_a"
+gb=$(gid_index "$b" "$want_b") ga=$(gid_index "$a" "$want_a")
+if [[ -z $gb || -z $ga ]]; then
+	echo "FAIL: no GID for $addr_a / $addr_b in the devices of the namespaces" >&2
+	ip netns exec "$b" "$run" ibv_devinfo -v >&2
+	exit 1
+fi
+gflag=-g
+[[ $prog == ib_* ]] && gflag=-x
+
+ip netns exec "$b" env "${env[@]}" "${capture[@]}" timeout 90 "$run" "$prog" -d uroce_vb \
+	"$gflag" "$gb" "$@" >"$dir/server.out" 2>&1 &
+server=$!
+for ((i = 0; i < 100; i++)); do
+	ip netns exec "$b" ss -Hltn | grep -q . && break
+	sleep 0.05
+done
+ip netns exec "$a" env "${env[@]}" timeout 90 "$run" "$prog" -d uroce_va "$gflag" "$ga" "$@" \
+	"$tcp_b" >"$dir/client.out" 2>&1
+client_rc=$?
+wait "$server"
+server_rc=$?
+
+ok=1
+case $check in
+bytes)
+	for side in server client; do
+		grep -qE "bytes in .* seconds|^success$" "$dir/$side.out" || ok=0
+	done
+	;;
+perftest)
+	grep -A1 '#bytes' "$dir/client.out" | tail -n 1 | grep -qE '^ *[0-9]+ +[0-9]+' || ok=0
+	;;
+esac
+if ((client_rc != 0 || server_rc != 0 || !ok)); then
+	echo "FAIL: $prog $* between two namespaces (client $client_rc, server $server_rc)" >&2
+	for side in server client; do
+		echo "--- $side:" >&2
+		sed 's/^/  | /' "$dir/$side.out" >&2
+	done
+	exit 1
+fi
+cat "$dir/client.out" | tail -n 3
+if [[ -n ${LOSS:-} ]]; then
+	for ns in "$a" "$b"; do
+		echo "nftables dropped in $ns: $(ip netns exec "$ns" nft list table inet uroce_loss |
+			grep -o 'packets [0-9]*')"
+	done
+fi
+if [[ ${CAPTURE:-0} == 1 ]]; then
+	tshark=(tshark --disable-heuristic rpcrdma_infiniband -r "$dir/b.pcap")
+	frames=$("${tshark[@]}" -T fields -e frame.number | wc -l)
+	malformed=$("${tshark[@]}" -Y '_ws.malformed || _ws.expert.severity >= error' | wc -l)
+	echo "capture: $frames frames, $malformed malformed"
+	((frames > 0 && malformed == 0)) || exit 1
+	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$(dirname "$0")/../oracle/pcap_icrc.py" \
+		"$dir/b.pcap" || exit 1
+fi
