@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Progress without the application: an RDMA READ from a peer process that sleeps, never calling
+ * into verbs, completes -- the peer's progress thread answers it, as a peer's RNIC would.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/lo.h"
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	char buf[8192];
+};
+
+/* What the peer tells the reader: its QP, and where its buffer is. */
+struct card {
+	uint32_t qpn;
+	uint32_t rkey;
+	uint64_t addr;
+};
+
+static void make(struct side *s)
+{
+	struct ibv_qp_init_attr a = {
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+
+	s->ctx = open_lo();
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 8, NULL, NULL, 0);
+	a.send_cq = a.recv_cq = s->cq;
+	s->qp = ibv_create_qp(s->pd, &a);
+	s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf),
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	cr_assert(s->pd && s->cq && s->qp && s->mr);
+}
+
+/* RESET -> RTS towards @dqpn on loopback; 0 or the failing modify's error. */
+static int connect_rc(struct side *s, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	int err;
+
+	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+	err = ibv_modify_qp(s->qp, &a,
+			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr = lo_ah_attr(s->ctx);
+	if (!err)
+		err = ibv_modify_qp(s->qp, &a,
+				    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					    IBV_QP_MIN_RNR_TIMER);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (!err)
+		err = ibv_modify_qp(s->qp, &a,
+				    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					    IBV_QP_MAX_QP_RD_ATOMIC);
+	return err;
+}
+
+Test(shim_progress, read_from_a_sleeping_peer, .timeout = 30)
+{
+	int to_reader[2], to_peer[2], status;
+	struct side me;
+	struct card card;
+	uint32_t my_qpn;
+	pid_t peer;
+
+	cr_assert_eq(pipe(to_reader), 0);
+	cr_assert_eq(pipe(to_peer), 0);
+	peer = fork();
+	cr_assert_geq(peer, 0);
+	if (peer == 0) {
+		static struct side s;
+
+		make(&s);
+		for (size_t i = 0; i < sizeof(s.buf); i++)
+			s.buf[i] = (char)(i * 7);
+		card = (struct card){s.qp->qp_num, s.mr->rkey, (uintptr_t)s.buf};
+		if (write(to_reader[1], &card, sizeof(card)) != sizeof(card) ||
+		    read(to_peer[0], &my_qpn, sizeof(my_qpn)) != sizeof(my_qpn) ||
+		    connect_rc(&s, my_qpn))
+			_exit(2);
+		/* The application sleeps: nothing here calls into verbs while the READ is served.
+		 */
+		sleep(3);
+		_exit(0);
+	}
+	make(&me);
+	cr_assert_eq(read(to_reader[0], &card, sizeof(card)), sizeof(card));
+	my_qpn = me.qp->qp_num;
+	cr_assert_eq(connect_rc(&me, card.qpn), 0);
+	cr_assert_eq(write(to_peer[1], &my_qpn, sizeof(my_qpn)), sizeof(my_qpn));
+	usleep(200000); /* the peer's QP reaches RTR */
+
+	struct ibv_sge sge = {.addr = (uintptr_t)me.buf, .length = 8192, .lkey = me.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 7,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_READ,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = {.remote_addr = card.addr, .rkey = card.rkey}},
+			   *bad;
+	struct ibv_wc wc;
+	struct timespec t0, t;
+	int n;
+
+	cr_assert_eq(ibv_post_send(me.qp, &wr, &bad), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		n = ibv_poll_cq(me.cq, 1, &wc);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (n == 0 && t.tv_sec - t0.tv_sec < 2);
+	cr_assert_eq(n, 1, "the READ did not complete while the peer slept");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	for (size_t i = 0; i < sizeof(me.buf); i++)
+		cr_assert_eq(me.buf[i], (char)(i * 7), "byte %zu", i);
+	cr_assert_eq(waitpid(peer, &status, 0), peer);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "peer status %#x", status);
+}
