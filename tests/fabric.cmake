@@ -23,6 +23,11 @@ endforeach()
 # it runs in the ThreadSanitizer tree too.
 add_executable(fabric_stress fabric/stress.c)
 target_link_libraries(fabric_stress PRIVATE uroce_fabric_test)
+# Label tsan: what the ThreadSanitizer tree runs (Criterion cannot start under TSan here); also
+# on the epoll backend.
 add_test(NAME fabric_stress COMMAND fabric_stress $<TARGET_FILE:fabric_peer>)
-set_tests_properties(fabric_stress PROPERTIES LABELS "fabric" TIMEOUT 120
-                     ENVIRONMENT UROCE_UDP_PORT=24840)
+add_test(NAME fabric_stress_epoll COMMAND fabric_stress $<TARGET_FILE:fabric_peer>)
+set_tests_properties(fabric_stress fabric_stress_epoll PROPERTIES LABELS "fabric;tsan" TIMEOUT 120)
+set_tests_properties(fabric_stress PROPERTIES ENVIRONMENT UROCE_UDP_PORT=24840)
+set_tests_properties(fabric_stress_epoll PROPERTIES
+                     ENVIRONMENT "UROCE_UDP_PORT=24841;UROCE_BACKEND=epoll")

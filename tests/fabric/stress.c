@@ -29,7 +29,7 @@
 #define MS               1000000ull
 
 static struct uroce_net *net;
-static uint32_t my_qpn;
+static _Atomic uint32_t my_qpn; /* read on the progress thread */
 static atomic_uint received, bad_icrc, from_peer, timer_fires;
 static int have_v6;
 
@@ -180,7 +180,10 @@ int main(int argc, char **argv)
 	CHECK(hub == 1, "the first peer is not the hub");
 	CHECK(!uroce_net_open(&net, &ops, NULL), "open");
 	CHECK(!uroce_net_is_hub(net), "two hubs");
-	CHECK(!uroce_net_alloc_qpn(net, &my_qpn), "alloc");
+	uint32_t qpn;
+
+	CHECK(!uroce_net_alloc_qpn(net, &qpn), "alloc");
+	atomic_store(&my_qpn, qpn);
 	for (int i = 0; i < TIMERS; i++)
 		timers[i].t.fire = count_fire;
 
