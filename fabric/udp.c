@@ -2,7 +2,10 @@
 #include "fabric/udp.h"
 
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
 /* After netinet/in.h (libc-compat): IPV6_FLOWINFO and IPV6_FLOWINFO_SEND, which glibc lacks. */
 #include <linux/in6.h>
@@ -145,6 +148,48 @@ static bool is_local(int family, const uint8_t gid[16])
 	return local;
 }
 
+/* IPv6 link-local (fe80::/10): meaningful on one link only, so a send needs its interface. */
+static bool is_link_local(const uint8_t gid[16])
+{
+	return gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80;
+}
+
+/*
+ * The interface index of the local IPv6 address @gid, or 0. Link-local addresses are looked up
+ * once (getifaddrs) and remembered: a process uses few of them.
+ */
+static unsigned int ifindex_of(const uint8_t gid[16])
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static struct {
+		uint8_t gid[16];
+		unsigned int ifindex;
+	} cache[8];
+	static unsigned int ncache;
+	struct ifaddrs *ifs, *i;
+	unsigned int idx = 0;
+
+	pthread_mutex_lock(&lock);
+	for (unsigned int k = 0; k < ncache; k++)
+		if (!memcmp(cache[k].gid, gid, 16))
+			idx = cache[k].ifindex;
+	if (!idx && !getifaddrs(&ifs)) {
+		for (i = ifs; i && !idx; i = i->ifa_next)
+			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 &&
+			    !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, gid, 16))
+				idx = if_nametoindex(i->ifa_name);
+		freeifaddrs(ifs);
+		if (idx) {
+			unsigned int k = ncache < 8 ? ncache++ : 0;
+
+			memcpy(cache[k].gid, gid, 16);
+			cache[k].ifindex = idx;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return idx;
+}
+
 /* Append a control message of @len bytes at @msg's current control length. */
 static void put_cmsg(struct msghdr *msg, int level, int type, const void *data, size_t len)
 {
@@ -199,6 +244,11 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 		memcpy(&sin6->sin6_addr, f->dgid, 16);
 		msg.msg_namelen = sizeof(*sin6);
 		memcpy(&pi.ipi6_addr, f->sgid, 16);
+		/* A link-local destination is reached through the source address's interface. */
+		if (is_link_local(f->dgid)) {
+			sin6->sin6_scope_id = ifindex_of(f->sgid);
+			pi.ipi6_ifindex = sin6->sin6_scope_id;
+		}
 		put_cmsg(&msg, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
 		put_cmsg(&msg, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
 		put_cmsg(&msg, IPPROTO_IPV6, IPV6_HOPLIMIT, &ttl, sizeof(ttl));

@@ -1,5 +1,6 @@
 # "Two hosts": unmodified programs between two network namespaces joined by a veth pair
-# (netns/two-hosts.sh; root only, skipped with a message otherwise), IPv4 and IPv6, through
+# (netns/two-hosts.sh; root only, skipped with a message otherwise), IPv4, IPv6 and IPv6
+# link-local GIDs (sent through the source address's interface), through
 # nftables loss (an independent check of retransmission), with UROCE_FAULTS, and a capture that
 # must decode in tshark and verify in scapy (GSO segments crossing a veth keep their ICRCs).
 # NAME|family|check|environment (or -)|program and arguments
@@ -18,6 +19,9 @@ set(_two_hosts
   "loss6|6|bytes|LOSS=5|ibv_rc_pingpong -n 200 -s 65536 -c"
   "wbwloss|4|perftest|LOSS=5|ib_write_bw -n 1024 -s 65536"
   "rbw6|6|perftest|-|ib_read_bw -n 300"
+  "rcll|6ll|bytes|-|ibv_rc_pingpong -n 100 -s 65536 -c"
+  "udll|6ll|bytes|-|ibv_ud_pingpong -n 50 -s 512 -c"
+  "capll|6ll|bytes|CAPTURE=1|ibv_rc_pingpong -n 10 -s 8192 -c"
   "sbwfault|4|perftest|FAULTS=loss=0.03,reorder=0.02,dup=0.01,corrupt=0.01,dir=both|ib_send_bw -n 300"
 )
 foreach(_entry IN LISTS _two_hosts)

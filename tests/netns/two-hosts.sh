@@ -5,8 +5,9 @@
 #
 # Usage: two-hosts.sh UROCE_RUN SANITIZER NAME FAMILY CHECK PROGRAM [ARGS...]
 #   NAME    short and unique per test: names the namespaces and picks the addresses
-#   FAMILY  4 or 6: the RoCE traffic's (the GIDs of 10.200.N.1/.2 or fd00:200:N::1/::2); the
-#           programs' own TCP exchange always uses IPv4, which the examples' servers listen on
+#   FAMILY  4, 6 or 6ll: the RoCE traffic's (the GIDs of 10.200.N.1/.2, fd00:200:N::1/::2, or
+#           the veth's IPv6 link-local addresses); the programs' own TCP exchange always uses
+#           IPv4, which the examples' servers listen on
 #   CHECK   "bytes" (rdma-core examples print their throughput), "perftest" (a result row)
 # Environment: LOSS=P drops P% of the RoCE packets entering either host (nftables numgen
 # random, an independent check of retransmission: this kernel has no netem) -- all but RC
@@ -48,6 +49,10 @@ ip -n "$a" addr add "10.200.$n.1/24" dev va
 ip -n "$b" addr add "$tcp_b/24" dev vb
 if [[ $family == 6 ]]; then
 	addr_a=fd00:200:$n::1 addr_b=fd00:200:$n::2
+	ip -n "$a" addr add "$addr_a/64" dev va nodad
+	ip -n "$b" addr add "$addr_b/64" dev vb nodad
+elif [[ $family == 6ll ]]; then
+	addr_a=fe80::200:$n:1 addr_b=fe80::200:$n:2
 	ip -n "$a" addr add "$addr_a/64" dev va nodad
 	ip -n "$b" addr add "$addr_b/64" dev vb nodad
 else
