@@ -48,41 +48,6 @@ static void make(struct side *s)
 	cr_assert(s->pd && s->cq && s->qp && s->mr);
 }
 
-/* RESET -> RTS towards @dqpn on loopback; 0 or the failing modify's error. */
-static int connect_rc(struct side *s, uint32_t dqpn)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
-	int err;
-
-	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-	err = ibv_modify_qp(s->qp, &a,
-			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr = lo_ah_attr(s->ctx);
-	if (!err)
-		err = ibv_modify_qp(s->qp, &a,
-				    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					    IBV_QP_MIN_RNR_TIMER);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (!err)
-		err = ibv_modify_qp(s->qp, &a,
-				    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-					    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					    IBV_QP_MAX_QP_RD_ATOMIC);
-	return err;
-}
-
 Test(shim_progress, read_from_a_sleeping_peer, .timeout = 30)
 {
 	int to_reader[2], to_peer[2], status;
@@ -104,7 +69,7 @@ Test(shim_progress, read_from_a_sleeping_peer, .timeout = 30)
 		card = (struct card){s.qp->qp_num, s.mr->rkey, (uintptr_t)s.buf};
 		if (write(to_reader[1], &card, sizeof(card)) != sizeof(card) ||
 		    read(to_peer[0], &my_qpn, sizeof(my_qpn)) != sizeof(my_qpn) ||
-		    connect_rc(&s, my_qpn))
+		    lo_connect(s.ctx, s.qp, my_qpn, IBV_ACCESS_REMOTE_READ))
 			_exit(2);
 		/* The application sleeps: nothing here calls into verbs while the READ is served.
 		 */
@@ -114,7 +79,7 @@ Test(shim_progress, read_from_a_sleeping_peer, .timeout = 30)
 	make(&me);
 	cr_assert_eq(read(to_reader[0], &card, sizeof(card)), sizeof(card));
 	my_qpn = me.qp->qp_num;
-	cr_assert_eq(connect_rc(&me, card.qpn), 0);
+	cr_assert_eq(lo_connect(me.ctx, me.qp, card.qpn, IBV_ACCESS_REMOTE_READ), 0);
 	cr_assert_eq(write(to_peer[1], &my_qpn, sizeof(my_qpn)), sizeof(my_qpn));
 	usleep(200000); /* the peer's QP reaches RTR */
 

@@ -64,4 +64,43 @@ static inline struct ibv_ah_attr lo_ah_attr(struct ibv_context *ctx)
 	return ah;
 }
 
+/*
+ * Take an RC (or XRC) @qp from RESET to RTS towards QP @dqpn on loopback, granting @access, with
+ * the attributes perftest gives (for XRC, the kernel ignores those of the other half). PSNs 0,
+ * MTU 1024. Returns 0 or the first failing ibv_modify_qp's error.
+ */
+static inline int lo_connect(struct ibv_context *ctx, struct ibv_qp *qp, uint32_t dqpn, int access)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	int err;
+
+	a.qp_access_flags = access;
+	err = ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr = lo_ah_attr(ctx);
+	if (!err)
+		err = ibv_modify_qp(qp, &a,
+				    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					    IBV_QP_MIN_RNR_TIMER);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (!err)
+		err = ibv_modify_qp(qp, &a,
+				    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					    IBV_QP_MAX_QP_RD_ATOMIC);
+	return err;
+}
+
 #endif
