@@ -103,3 +103,11 @@ set_tests_properties(perftest_write_bw_faults perftest_read_bw_faults perftest_s
   PROPERTIES ENVIRONMENT "UROCE_FAULTS=loss=0.05,reorder=0.02,dup=0.01,corrupt=0.01,dir=both")
 set_tests_properties(perftest_write_bw_epoll perftest_read_lat_epoll
   PROPERTIES ENVIRONMENT UROCE_BACKEND=epoll)
+
+# Three processes on one address, the hub (the first, holding UDP 4791) killed with SIGKILL in
+# the middle of the other two's transfer.
+add_test(NAME shim_hub_killed
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/hub-killed.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          "${UROCE_SANITIZE}" 18650)
+set_tests_properties(shim_hub_killed PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                     SKIP_RETURN_CODE 77)
