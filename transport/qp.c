@@ -240,6 +240,11 @@ size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *des
 	return roce_req_write(qp, buf, dest, now);
 }
 
+bool roce_qp_ack_due(const struct roce_qp *qp)
+{
+	return qp->resp.ack_pending && !qp->resp.ack_deadline;
+}
+
 uint64_t roce_qp_expiry(const struct roce_qp *qp)
 {
 	uint64_t t = UINT64_MAX;

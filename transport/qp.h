@@ -257,6 +257,13 @@ void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const stru
  */
 size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now);
 
+/*
+ * An ACK or NAK is waiting to go out now. The responder keeps one (the newest replaces it): an
+ * owner that lets several packets in before pulling what is ready (once per receive batch)
+ * pulls as soon as this is true, so that no NAK is replaced by a later duplicate's ACK.
+ */
+bool roce_qp_ack_due(const struct roce_qp *qp);
+
 /* The next deadline, or UINT64_MAX if none. */
 uint64_t roce_qp_expiry(const struct roce_qp *qp);
 

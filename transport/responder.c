@@ -124,8 +124,12 @@ static void duplicate(struct roce_qp *qp, const struct resp_ctx *c)
 		r->psn = pkt->bth.psn;
 		r->sent = skip < r->len ? skip : r->len;
 	}
-	/* A READ response stream in progress restarts too; the pending ACK is older. */
-	qp->resp.res_tail = i;
+	/*
+	 * Answer again from @i -- unless an older request is still waiting for its answer (several
+	 * duplicates handled before any answer left): moving res_tail forward would drop that one.
+	 */
+	if (qp->resp.res_head - i > qp->resp.res_head - qp->resp.res_tail)
+		qp->resp.res_tail = i;
 }
 
 static enum resp_step check_psn(struct roce_qp *qp, struct resp_ctx *c)

@@ -603,7 +603,8 @@ static void deliver(struct sim *s, struct sim_pkt *p)
 	s->stats.delivered++;
 	trace_pkt(s, "recv", NULL, h, p->data, p->len);
 	roce_qp_read_pkt(&qp->core, &pkt, &p->ip, s->now);
-	pump(qp);
+	if (!s->batch || roce_qp_ack_due(&qp->core))
+		pump(qp);
 }
 
 /* QPs. */
@@ -899,6 +900,8 @@ enum sim_result sim_run(struct sim *s, uint64_t until)
 			deliver(s, p);
 			free(p);
 		}
+		for (uint32_t i = 0; s->batch && i < s->nqps; i++)
+			pump(s->qp[i]);
 		for (uint32_t i = 0; i < s->nqps; i++) {
 			struct sim_qp *qp = s->qp[i];
 

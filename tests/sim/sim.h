@@ -179,7 +179,13 @@ struct sim {
 	void *filter_arg;   /* of both */
 	FILE *trace;        /* each packet and its fate, when set (SIM_TRACE=1 sets it to stderr) */
 	uint64_t max_steps; /* sim_run() gives up after this many clock steps in all (0: never) */
-	const char *fail;   /* why a run stopped early: livelock, step limit */
+	/*
+	 * Receive in batches, as an engine that drains once per receive batch: every packet due at
+	 * one instant goes in before the QPs send what they have (except an ACK/NAK due now,
+	 * roce_qp_ack_due); otherwise each packet is followed by its QP's output.
+	 */
+	bool batch;
+	const char *fail; /* why a run stopped early: livelock, step limit */
 };
 
 /* Make a simulation with wire faults @wire and PRNG @seed. Aborts on out of memory. */
