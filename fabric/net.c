@@ -179,6 +179,9 @@ static void emit_held(void *arg, bool tx, const struct roce_ipudp *ip, uint8_t *
 		struct uroce_rx rx = {.ip = *ip, .roce = roce, .len = len, .now = uroce_now()};
 
 		deliver_now(net, &rx);
+		/* A batch of one, outside the thread's turns (net.h: batch_end). */
+		if (net->ops->batch_end)
+			net->ops->batch_end(net->arg);
 	}
 }
 
@@ -260,9 +263,18 @@ static int init(void *arg, struct uroce_progress *p)
 	return err;
 }
 
+static void on_batch_end(void *arg)
+{
+	struct uroce_net *net = arg;
+
+	if (net->ops->batch_end)
+		net->ops->batch_end(net->arg);
+}
+
 static const struct uroce_progress_ops progress_ops = {
 	.init = init,
 	.datagram = on_datagram,
+	.batch_end = on_batch_end,
 };
 
 /*

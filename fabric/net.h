@@ -52,6 +52,11 @@ struct uroce_net_ops {
 	 * delivered (and captured) all the same, for the owner to count and drop.
 	 */
 	void (*recv)(void *arg, const struct uroce_rx *rx);
+	/*
+	 * The datagrams of one batch have all been passed to recv (on the progress thread): work
+	 * worth doing once per batch rather than per datagram goes here. May be NULL.
+	 */
+	void (*batch_end)(void *arg);
 };
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline below. */

@@ -153,7 +153,8 @@ static void *progress_main(void *arg)
 		uint64_t now = uroce_now();
 
 		uroce_timers_run(&p->timers, now);
-		p->backend->wait(p, uroce_timers_next(&p->timers));
+		if (p->backend->wait(p, uroce_timers_next(&p->timers)) && p->ops->batch_end)
+			p->ops->batch_end(p->arg);
 		reap_watches(p);
 	}
 	p->backend->teardown(p);

@@ -41,6 +41,11 @@ struct uroce_progress_ops {
 	 * uroce_udp_rx_source() and the control messages describe it.
 	 */
 	void (*datagram)(void *arg, const struct uroce_rx *rx);
+	/*
+	 * The datagrams (and watched descriptors) of one turn of the thread have been handed out:
+	 * a place to act once for many of them (NULL: nothing to do).
+	 */
+	void (*batch_end)(void *arg);
 };
 
 /*

@@ -125,7 +125,7 @@ static void drain(struct uroce_progress *p, struct epoll_be *e, struct udp_slot 
 	}
 }
 
-static void wait(struct uroce_progress *p, uint64_t deadline)
+static bool wait(struct uroce_progress *p, uint64_t deadline)
 {
 	struct epoll_be *e = p->be;
 	struct epoll_event ev[MAX_EVENTS];
@@ -150,6 +150,7 @@ static void wait(struct uroce_progress *p, uint64_t deadline)
 		else
 			progress_on_watch(ev[i].data.ptr);
 	}
+	return n > 0;
 }
 
 const struct progress_backend progress_epoll_backend = {

@@ -74,7 +74,7 @@ struct progress_backend {
 	 * UINT64_MAX: no limit) for datagrams or watched descriptors, and dispatch what came:
 	 * datagrams through progress_received(), ready descriptors through progress_on_epoll().
 	 */
-	void (*wait)(struct uroce_progress *p, uint64_t deadline);
+	bool (*wait)(struct uroce_progress *p, uint64_t deadline); /* whether anything came */
 };
 
 extern const struct progress_backend progress_uring_backend;

@@ -191,8 +191,8 @@ static void on_buffer(struct uroce_progress *p, struct udp_slot *s, uint8_t *buf
 			  io_uring_recvmsg_payload_length(o, len, &s->msg), now);
 }
 
-/* Take the completions as one batch, then give the buffers back. */
-static void complete(struct uroce_progress *p, struct uring *u)
+/* Take the completions as one batch, then give the buffers back. Returns whether any came. */
+static bool complete(struct uroce_progress *p, struct uring *u)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int head, count = 0;
@@ -234,9 +234,10 @@ static void complete(struct uroce_progress *p, struct uring *u)
 		io_uring_buf_ring_advance(u->br, (int)u->recycled);
 	if (epoll_ready)
 		progress_on_epoll(p);
+	return count > 0;
 }
 
-static void wait(struct uroce_progress *p, uint64_t deadline)
+static bool wait(struct uroce_progress *p, uint64_t deadline)
 {
 	struct uring *u = p->be;
 	struct __kernel_timespec ts;
@@ -252,7 +253,7 @@ static void wait(struct uroce_progress *p, uint64_t deadline)
 	}
 	io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, deadline == UINT64_MAX ? NULL : &ts,
 					 NULL);
-	complete(p, u);
+	return complete(p, u);
 }
 
 const struct progress_backend progress_uring_backend = {

@@ -75,9 +75,11 @@ static void log_totals(void)
 }
 
 static void on_recv(void *arg, const struct uroce_rx *rx);
+static void on_batch_end(void *arg);
 
 static const struct uroce_net_ops net_ops = {
 	.recv = on_recv,
+	.batch_end = on_batch_end,
 };
 
 static pid_t net_pid; /* the process the endpoint belongs to */
@@ -241,6 +243,26 @@ static void drain(struct uroce_qp *qp, uint64_t now)
 	rearm(qp);
 }
 
+/*
+ * QPs that took packets in the current batch of the progress thread and have not sent what
+ * they have ready yet: one drain per QP per batch (on_batch_end) instead of one per packet, so
+ * that the answers a batch calls for leave as trains. By QP number: a QP may be destroyed
+ * before the batch ends. Progress thread only.
+ */
+static struct {
+	uint32_t qpn[64];
+	unsigned int n;
+	uint64_t now;
+} pending;
+
+static bool is_pending(uint32_t qpn)
+{
+	for (unsigned int i = 0; i < pending.n; i++)
+		if (pending.qpn[i] == qpn)
+			return true;
+	return false;
+}
+
 static void on_recv(void *arg, const struct uroce_rx *rx)
 {
 	struct roce_ipudp ip = rx->ip;
@@ -269,9 +291,35 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 	}
 	pthread_mutex_lock(&qp->lock);
 	roce_qp_read_pkt(&qp->core, &pkt, &ip, rx->now);
-	drain(qp, rx->now);
+	pending.now = rx->now;
+	if (roce_qp_ack_due(&qp->core)) {
+		drain(qp, rx->now); /* before the next packet can replace the ACK/NAK (qp.h) */
+	} else if (!is_pending(pkt.bth.dqpn)) {
+		if (pending.n < sizeof(pending.qpn) / sizeof(pending.qpn[0]))
+			pending.qpn[pending.n++] = pkt.bth.dqpn;
+		else
+			drain(qp, rx->now); /* too many QPs in one batch: this one now */
+	}
 	pthread_mutex_unlock(&qp->lock);
 	uroce_qpn_map_read_unlock();
+}
+
+/* The batch is over: each QP that took packets sends what it has ready. */
+static void on_batch_end(void *arg)
+{
+	(void)arg;
+	uroce_qpn_map_read_lock();
+	for (unsigned int i = 0; i < pending.n; i++) {
+		struct uroce_qp *qp = uroce_qpn_map_find(pending.qpn[i]);
+
+		if (!qp)
+			continue; /* destroyed meanwhile */
+		pthread_mutex_lock(&qp->lock);
+		drain(qp, pending.now);
+		pthread_mutex_unlock(&qp->lock);
+	}
+	uroce_qpn_map_read_unlock();
+	pending.n = 0;
 }
 
 static void on_timer(struct uroce_timer *t, uint64_t now)
