@@ -1,12 +1,14 @@
 # "Two hosts": unmodified programs between two network namespaces joined by a veth pair
 # (netns/two-hosts.sh; root only, skipped with a message otherwise), IPv4, IPv6 and IPv6
 # link-local GIDs (sent through the source address's interface), through
-# nftables loss (an independent check of retransmission), with UROCE_FAULTS, and a capture that
-# must decode in tshark and verify in scapy (GSO segments crossing a veth keep their ICRCs).
-# NAME|family|check|environment (or -)|program and arguments
+# nftables loss of single packets and of whole trains (an independent check of retransmission),
+# with UROCE_FAULTS, and a capture that must decode in tshark and verify in scapy (GSO segments
+# crossing a veth keep their ICRCs). Each loss costs a go-back-N round and often an ACK timeout
+# (67 ms as the programs set it): the loss tests' sizes keep them to a few seconds.
+# NAME|family|check|environment (space-separated, or -)|program and arguments
 set(_two_hosts
   "rc4|4|bytes|-|ibv_rc_pingpong -n 200 -s 4096 -c"
-  "rc64k|4|bytes|-|ibv_rc_pingpong -n 100 -s 65536 -c"
+  "rc64k|4|bytes|-|ibv_rc_pingpong -n 100 -s 65536 -m 1024 -c"
   "rc6|6|bytes|-|ibv_rc_pingpong -n 200 -s 4096 -c"
   "uc|4|bytes|-|ibv_uc_pingpong -n 100 -s 3000 -c"
   "ud|4|bytes|-|ibv_ud_pingpong -n 100 -s 1024 -c"
@@ -15,14 +17,15 @@ set(_two_hosts
   "xsrq|4|bytes|-|ibv_xsrq_pingpong -n 50 -s 10000"
   "cap|4|bytes|CAPTURE=1|ibv_rc_pingpong -n 20 -s 8192 -c"
   "cap6|6|bytes|CAPTURE=1|ibv_rc_pingpong -n 20 -s 8192 -c"
-  "loss64m|4|bytes|LOSS=5|ibv_rc_pingpong -n 1024 -s 65536 -c"
-  "loss6|6|bytes|LOSS=5|ibv_rc_pingpong -n 200 -s 65536 -c"
-  "wbwloss|4|perftest|LOSS=5|ib_write_bw -n 1024 -s 65536"
+  "loss|4|bytes|LOSS=5|ibv_rc_pingpong -n 200 -s 65536 -c"
+  "loss6|6|bytes|LOSS=5|ibv_rc_pingpong -n 100 -s 65536 -c"
+  "losstrain|4|bytes|LOSS=5 TRAINS=1|ibv_rc_pingpong -n 512 -s 65536 -c"
+  "wbwloss|4|perftest|LOSS=5|ib_write_bw -n 300 -s 65536"
   "rbw6|6|perftest|-|ib_read_bw -n 300"
   "rcll|6ll|bytes|-|ibv_rc_pingpong -n 100 -s 65536 -c"
   "udll|6ll|bytes|-|ibv_ud_pingpong -n 50 -s 512 -c"
   "capll|6ll|bytes|CAPTURE=1|ibv_rc_pingpong -n 10 -s 8192 -c"
-  "sbwfault|4|perftest|FAULTS=loss=0.03,reorder=0.02,dup=0.01,corrupt=0.01,dir=both|ib_send_bw -n 300"
+  "sbwfault|4|perftest|FAULTS=loss=0.03,reorder=0.02,dup=0.01,corrupt=0.01,dir=both|ib_send_bw -n 150"
 )
 foreach(_entry IN LISTS _two_hosts)
   string(REPLACE "|" ";" _f "${_entry}")
@@ -38,6 +41,7 @@ foreach(_entry IN LISTS _two_hosts)
   set_tests_properties(netns_${_name} PROPERTIES LABELS "netns;integration" TIMEOUT 120
                        SKIP_RETURN_CODE 77)
   if(NOT _env STREQUAL "-")
+    separate_arguments(_env UNIX_COMMAND "${_env}")
     set_tests_properties(netns_${_name} PROPERTIES ENVIRONMENT "${_env}")
   endif()
 endforeach()

@@ -9,12 +9,16 @@
 #           the veth's IPv6 link-local addresses); the programs' own TCP exchange always uses
 #           IPv4, which the examples' servers listen on
 #   CHECK   "bytes" (rdma-core examples print their throughput), "perftest" (a result row)
+# Each host's ibv_devices must list its own veth's device and not its peer's.
 # Environment: LOSS=P drops P% of the RoCE packets entering either host (nftables numgen
 # random, an independent check of retransmission: this kernel has no netem) -- all but RC
 # ACKs (opcode 0x11), so that no program loses the last ACK of a peer that has already exited,
-# which no retransmission could bring back; CAPTURE=1 records host b's
-# frames and checks they decode in tshark with no malformed frame and that scapy verifies
-# every ICRC; FAULTS=SPEC sets UROCE_FAULTS for both processes.
+# which no retransmission could bring back. The veths then segment each UDP GSO train before
+# it crosses (gso_max_segs 1), so that nftables sees and drops single packets as a switch
+# would; TRAINS=1 leaves the trains whole, so that a drop takes a whole train (burst loss, a
+# message lost whole: only the ACK timeout recovers it). CAPTURE=1 records host b's
+# frames and checks they decode in tshark as RoCE with no malformed frame and that scapy
+# verifies every ICRC; FAULTS=SPEC sets UROCE_FAULTS for both processes.
 set -uo pipefail
 
 run=$1 sanitizer=$2 name=$3 family=$4 check=$5 prog=$6
@@ -23,13 +27,15 @@ if [[ $sanitizer == thread ]]; then
 	echo "two-hosts: skipped: system programs cannot load a ThreadSanitizer build of uroce"
 	exit 77
 fi
-if ((EUID != 0)) || ! ip netns add "uroce-$name-probe" 2>/dev/null; then
+
+a=uroce-$name-a b=uroce-$name-b
+# Namespaces of this test left by a run killed at its timeout (no trap runs on SIGKILL).
+ip netns del "$a" 2>/dev/null
+ip netns del "$b" 2>/dev/null
+if ((EUID != 0)) || ! ip netns add "$a" 2>/dev/null; then
 	echo "two-hosts: skipped: network namespaces need root (and ip netns)"
 	exit 77
 fi
-ip netns del "uroce-$name-probe"
-
-a=uroce-$name-a b=uroce-$name-b
 n=$(( $(cksum <<<"$name" | cut -d' ' -f1) % 200 + 10 ))
 dir=$(mktemp -d)
 cleanup() {
@@ -39,7 +45,7 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
-ip netns add "$a" && ip netns add "$b" || exit 1
+ip netns add "$b" || exit 1
 ip link add va netns "$a" type veth peer name vb netns "$b" || exit 1
 for ns in "$a" "$b"; do
 	ip -n "$ns" link set lo up
@@ -66,6 +72,9 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.05
 done
 if [[ -n ${LOSS:-} ]]; then
+	if [[ ${TRAINS:-0} != 1 ]]; then
+		ip -n "$a" link set va gso_max_segs 1 && ip -n "$b" link set vb gso_max_segs 1 || exit 1
+	fi
 	for ns in "$a" "$b"; do
 		ip netns exec "$ns" nft -f - <<NFT || exit 1
 table inet uroce_loss {
@@ -77,6 +86,17 @@ table inet uroce_loss {
 NFT
 	done
 fi
+
+# Each host sees its own interfaces only.
+for ns in "$a" "$b"; do
+	own=uroce_v${ns: -1} peer=uroce_v$([[ $ns == "$a" ]] && echo b || echo a)
+	devices=$(ip netns exec "$ns" "$run" ibv_devices 2>&1)
+	if ! grep -qw "$own" <<<"$devices" || grep -qw "$peer" <<<"$devices"; then
+		echo "FAIL: ibv_devices in $ns lists no $own or lists $peer:" >&2
+		echo "$devices" >&2
+		exit 1
+	fi
+done
 
 # The GID index of the address on the veth: the example programs take -g, perftest -x.
 gid_index() {
@@ -118,8 +138,11 @@ server_rc=$?
 ok=1
 case $check in
 bytes)
+	# With -c the examples' server checks the data received but only says so ("invalid data
+	# in page N"), still exiting 0.
 	for side in server client; do
 		grep -qE "bytes in .* seconds|^success$" "$dir/$side.out" || ok=0
+		grep -q "invalid data" "$dir/$side.out" && ok=0
 	done
 	;;
 perftest)
@@ -134,7 +157,7 @@ if ((client_rc != 0 || server_rc != 0 || !ok)); then
 	done
 	exit 1
 fi
-cat "$dir/client.out" | tail -n 3
+tail -n 3 "$dir/client.out"
 if [[ -n ${LOSS:-} ]]; then
 	for ns in "$a" "$b"; do
 		echo "nftables dropped in $ns: $(ip netns exec "$ns" nft list table inet uroce_loss |
@@ -144,9 +167,14 @@ fi
 if [[ ${CAPTURE:-0} == 1 ]]; then
 	tshark=(tshark --disable-heuristic rpcrdma_infiniband -r "$dir/b.pcap")
 	frames=$("${tshark[@]}" -T fields -e frame.number | wc -l)
+	roce=$("${tshark[@]}" -Y infiniband.bth -T fields -e frame.number | wc -l)
 	malformed=$("${tshark[@]}" -Y '_ws.malformed || _ws.expert.severity >= error' | wc -l)
-	echo "capture: $frames frames, $malformed malformed"
-	((frames > 0 && malformed == 0)) || exit 1
+	echo "capture: $frames frames, $roce RoCE, $malformed malformed"
+	if ((frames == 0 || roce != frames || malformed != 0)); then
+		echo "FAIL: the capture is not clean RoCE" >&2
+		"${tshark[@]}" | head -20 >&2
+		exit 1
+	fi
 	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$(dirname "$0")/../oracle/pcap_icrc.py" \
 		"$dir/b.pcap" || exit 1
 fi
