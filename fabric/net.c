@@ -2,7 +2,8 @@
 /*
  * The process's network endpoint (net.h): configuration, capture, sockets, the progress thread
  * and the rendezvous, put together. Transmission happens on the caller's thread; everything
- * received goes through the progress thread: a datagram from a socket (or forwarded by the hub)
+ * received goes through the progress thread (or a thread polling in its stead, uroce_net_poll):
+ * a datagram from a socket (or forwarded by the hub)
  * shorter than a BTH is dropped, the rendezvous says whose it is, and this process's are recorded
  * in the capture and handed to ops->recv.
  */
@@ -551,6 +552,16 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 		i += k;
 	}
 	return err;
+}
+
+int uroce_net_poll(struct uroce_net *net)
+{
+	return uroce_progress_poll(net->progress);
+}
+
+void uroce_net_unpoll(struct uroce_net *net)
+{
+	uroce_progress_unpoll(net->progress);
 }
 
 void uroce_timer_arm(struct uroce_net *net, struct uroce_timer *t, uint64_t deadline)

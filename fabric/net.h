@@ -47,13 +47,14 @@ struct uroce_rx {
 struct uroce_net_ops {
 	/*
 	 * A datagram whose DestQP this process owns, or for QP 1 (every process gets those) or
-	 * multicast DestQP 0xFFFFFF (likewise). Called on the progress thread, never concurrently
-	 * with itself or a timer callback. rx->icrc says whether the ICRC holds; a bad one is
-	 * delivered (and captured) all the same, for the owner to count and drop.
+	 * multicast DestQP 0xFFFFFF (likewise). Called on the progress thread or a thread in
+	 * uroce_net_poll(), never concurrently with itself or a timer callback. rx->icrc says
+	 * whether the ICRC holds; a bad one is delivered (and captured) all the same, for the
+	 * owner to count and drop.
 	 */
 	void (*recv)(void *arg, const struct uroce_rx *rx);
 	/*
-	 * The datagrams of one batch have all been passed to recv (on the progress thread): work
+	 * The datagrams of one batch have all been passed to recv (by the same thread): work
 	 * worth doing once per batch rather than per datagram goes here. May be NULL.
 	 */
 	void (*batch_end)(void *arg);
@@ -111,6 +112,17 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
  */
 int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
 			 const uint16_t *lens, unsigned int n);
+
+/*
+ * From an application thread that found nothing to do, e.g. an empty CQ: receive here rather
+ * than wait for the progress thread (uroce_progress_poll, fabric/progress.h). Returns the
+ * datagrams handled, or -1 while the progress thread still receives (better yield the CPU).
+ * Not from a callback.
+ */
+int uroce_net_poll(struct uroce_net *net);
+
+/* The calling thread will sleep until an event: the progress thread receives again. */
+void uroce_net_unpoll(struct uroce_net *net);
 
 /* A deadline on the progress thread. Embed it; all fields are the timer module's. */
 struct uroce_timer {

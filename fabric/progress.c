@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The progress thread (progress.h): the loop, timers, watched descriptors, wake-ups, start and
- * stop; receiving is the backend's (progress_int.h).
+ * stop, the hand-over of the sockets to polling threads and the direct receive; waiting and
+ * receiving on the thread are the backend's (progress_int.h).
  */
 #include "fabric/progress.h"
 
@@ -18,6 +19,45 @@
 
 #define EPOLL_BATCH 16
 #define NAME_LEN    32 /* a sockaddr_in6 (28) rounded up, so the control messages are aligned */
+#define RX_BATCH    16 /* datagrams per recvmmsg of the direct receive */
+/* Direct receive buffers hold UROCE_UDP_RECV_MAX bytes, 64-byte aligned. */
+#define RX_STRIDE ((UROCE_UDP_RECV_MAX + 63) & ~(size_t)63)
+
+/*
+ * The hand-over (progress.h): consecutive empty polls of a thread before it asks for the
+ * sockets (a thread that polls until empty and then sleeps in a completion channel never gets
+ * there), and how long after the last poll the progress thread takes them back.
+ */
+#define POLLS_BEFORE_HANDOVER 32
+#define POLL_IDLE_NS          1000000u
+
+struct direct_rx {
+	uint8_t *bufs; /* RX_BATCH buffers of RX_STRIDE bytes */
+	struct mmsghdr msgs[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct sockaddr_storage names[RX_BATCH];
+	union {
+		struct cmsghdr align;
+		char buf[UROCE_UDP_CONTROL_LEN];
+	} control[RX_BATCH];
+};
+
+/* The progress object whose receive lock this thread holds, if any. */
+static _Thread_local const struct uroce_progress *receiving;
+/* This thread's empty polls since it last slept (uroce_progress_unpoll). */
+static _Thread_local unsigned int empty_polls;
+
+static void rx_lock(struct uroce_progress *p)
+{
+	pthread_mutex_lock(&p->rx_lock);
+	receiving = p;
+}
+
+static void rx_unlock(struct uroce_progress *p)
+{
+	receiving = NULL;
+	pthread_mutex_unlock(&p->rx_lock);
+}
 
 void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
 		       const uint8_t *data, size_t len, uint64_t now)
@@ -50,6 +90,72 @@ void progress_on_epoll(struct uroce_progress *p)
 
 	for (int i = 0; i < n; i++)
 		progress_on_watch(ev[i].data.ptr);
+}
+
+/* Receive what @s holds, a batch at a time, until it would block. Returns the datagrams. */
+static unsigned int receive_socket(struct uroce_progress *p, struct udp_slot *s)
+{
+	struct direct_rx *d = p->direct;
+	unsigned int total = 0;
+
+	for (;;) {
+		uint64_t now;
+		int n;
+
+		for (unsigned int i = 0; i < RX_BATCH; i++) {
+			struct msghdr *m = &d->msgs[i].msg_hdr;
+
+			m->msg_name = &d->names[i];
+			m->msg_namelen = sizeof(d->names[i]);
+			m->msg_iov = &d->iov[i];
+			m->msg_iovlen = 1;
+			m->msg_control = d->control[i].buf;
+			m->msg_controllen = sizeof(d->control[i].buf);
+			m->msg_flags = 0;
+		}
+		n = recvmmsg(s->sock.fd, d->msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
+					  s->sock.port, strerror(errno));
+			return total;
+		}
+		now = uroce_now();
+		for (int i = 0; i < n; i++) {
+			struct msghdr *m = &d->msgs[i].msg_hdr;
+			struct roce_ipudp ip;
+			uint16_t seg = 0;
+
+			if (m->msg_flags & MSG_TRUNC) {
+				atomic_fetch_add(&p->rx_oversize, 1);
+				continue;
+			}
+			if (uroce_udp_rx_source(&ip, &s->sock, m->msg_name, m->msg_namelen))
+				continue;
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+				uroce_udp_rx_cmsg(&ip, c, &seg);
+			progress_received(p, &ip, seg, d->iov[i].iov_base, d->msgs[i].msg_len, now);
+		}
+		total += (unsigned int)n;
+		if (n < RX_BATCH)
+			return total;
+	}
+}
+
+unsigned int progress_receive_direct(struct uroce_progress *p)
+{
+	struct epoll_event ev[PROGRESS_MAX_UDP];
+	unsigned int total = 0;
+	int n = epoll_wait(p->rx_epfd, ev, PROGRESS_MAX_UDP, 0);
+
+	for (int i = 0; i < n; i++)
+		total += receive_socket(p, &p->udp[ev[i].data.u32]);
+	return total;
+}
+
+bool progress_sockets_wanted(struct uroce_progress *p)
+{
+	return atomic_load(&p->want_app) || atomic_load(&p->app_rx);
 }
 
 unsigned int progress_udp_count(struct uroce_progress *p)
@@ -129,6 +235,55 @@ static int setup_backend(struct uroce_progress *p, enum uroce_backend want)
 	return err;
 }
 
+/* Under the receive lock: the batch_end callback, if datagrams came since it last ran. */
+static void end_batch(struct uroce_progress *p)
+{
+	if (atomic_exchange(&p->end_due, false) && p->ops->batch_end)
+		p->ops->batch_end(p->arg);
+}
+
+/*
+ * Under the receive lock: give the sockets to the polling threads that asked for them once the
+ * backend has let them go, take them back when no thread has polled for POLL_IDLE_NS. Returns
+ * when the thread must look again at the latest: the earliest timer, or the idle limit.
+ */
+static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
+{
+	uint64_t next = uroce_timers_next(&p->timers);
+
+	if (atomic_load(&p->app_rx)) {
+		uint64_t idle_at = atomic_load(&p->last_poll) + POLL_IDLE_NS;
+
+		if (now < idle_at)
+			return idle_at < next ? idle_at : next;
+		/* Nobody polls: the backend receives again from its next wait on. */
+		atomic_store(&p->want_app, false);
+		atomic_store(&p->app_rx, false);
+	} else if (atomic_load(&p->want_app) && p->backend->release(p)) {
+		atomic_store(&p->app_rx, true);
+		return now + POLL_IDLE_NS < next ? now + POLL_IDLE_NS : next;
+	}
+	return next;
+}
+
+/*
+ * A wait ended with nothing to dispatch: true (with the next @deadline) if the thread has
+ * nothing to do either, with the sockets still polled, no timer due and no batch put off, so
+ * that it sleeps again without taking the receive lock from the polling thread.
+ */
+static bool still_quiet(struct uroce_progress *p, uint64_t *deadline)
+{
+	uint64_t now = uroce_now();
+	uint64_t idle_at = atomic_load(&p->last_poll) + POLL_IDLE_NS;
+	uint64_t next = uroce_timers_next(&p->timers);
+
+	if (atomic_load(&p->stop) || !atomic_load(&p->app_rx) || atomic_load(&p->end_due) ||
+	    next <= now || idle_at <= now)
+		return false;
+	*deadline = idle_at < next ? idle_at : next;
+	return true;
+}
+
 struct start_arg {
 	struct uroce_progress *p;
 	enum uroce_backend backend;
@@ -144,19 +299,30 @@ static void *progress_main(void *arg)
 		report_start(p, err);
 		return NULL;
 	}
-	p->self = pthread_self();
-	p->has_self = true;
 	uroce_timers_set_runner(&p->timers);
+	rx_lock(p);
 	err = p->ops->init(p->arg, p);
 	report_start(p, err);
 	while (!err && !atomic_load(&p->stop)) {
-		uint64_t now = uroce_now();
+		uint64_t deadline;
+		bool ready;
 
-		uroce_timers_run(&p->timers, now);
-		if (p->backend->wait(p, uroce_timers_next(&p->timers)) && p->ops->batch_end)
-			p->ops->batch_end(p->arg);
+		uroce_timers_run(&p->timers, uroce_now());
+		deadline = hand_over(p, uroce_now());
 		reap_watches(p);
+		rx_unlock(p);
+		do
+			ready = p->backend->wait(p, deadline);
+		while (!ready && still_quiet(p, &deadline));
+		rx_lock(p);
+		if (ready) {
+			p->backend->dispatch(p);
+			atomic_store(&p->end_due, true);
+		}
+		end_batch(p);
 	}
+	end_batch(p); /* what a polling thread put off goes out before the thread ends */
+	rx_unlock(p);
 	p->backend->teardown(p);
 	return NULL;
 }
@@ -185,6 +351,12 @@ static void free_progress(struct uroce_progress *p)
 		close(p->evfd);
 	if (p->epfd >= 0)
 		close(p->epfd);
+	if (p->rx_epfd >= 0)
+		close(p->rx_epfd);
+	if (p->direct)
+		free(p->direct->bufs);
+	free(p->direct);
+	pthread_mutex_destroy(&p->rx_lock);
 	uroce_timers_destroy(&p->timers);
 	pthread_cond_destroy(&p->started_cond);
 	pthread_mutex_destroy(&p->lock);
@@ -209,8 +381,10 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	p->ops = ops;
 	p->arg = arg;
 	p->epfd = -1;
+	p->rx_epfd = -1;
 	p->evfd = -1;
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_cond_init(&p->started_cond, NULL);
 	for (unsigned int i = 0; i < PROGRESS_MAX_UDP; i++) {
 		p->udp[i].msg.msg_namelen = NAME_LEN;
@@ -219,13 +393,25 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	err = uroce_timers_init(&p->timers, wake_thread, p);
 	if (err) {
 		pthread_cond_destroy(&p->started_cond);
+		pthread_mutex_destroy(&p->rx_lock);
 		pthread_mutex_destroy(&p->lock);
 		free(p);
 		return err;
 	}
+	p->direct = calloc(1, sizeof(*p->direct));
+	if (!p->direct || !(p->direct->bufs = malloc((size_t)RX_BATCH * RX_STRIDE))) {
+		err = ENOMEM;
+		goto fail;
+	}
+	for (unsigned int i = 0; i < RX_BATCH; i++) {
+		p->direct->iov[i].iov_base = p->direct->bufs + (size_t)i * RX_STRIDE;
+		p->direct->iov[i].iov_len = UROCE_UDP_RECV_MAX;
+	}
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (p->epfd < 0 || p->evfd < 0 || !uroce_progress_watch(p, p->evfd, on_wake, p)) {
+	if (p->epfd < 0 || p->rx_epfd < 0 || p->evfd < 0 ||
+	    !uroce_progress_watch(p, p->evfd, on_wake, p)) {
 		err = errno;
 		goto fail;
 	}
@@ -265,22 +451,69 @@ void uroce_progress_stop(struct uroce_progress *p)
 
 bool uroce_progress_on_thread(const struct uroce_progress *p)
 {
-	return p->has_self && pthread_equal(pthread_self(), p->self);
+	return receiving == p;
 }
 
 int uroce_progress_add_udp(struct uroce_progress *p, const struct uroce_udp *s)
 {
+	struct epoll_event ev = {.events = EPOLLIN};
 	int err = 0;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->udp_count == PROGRESS_MAX_UDP)
+	if (p->udp_count == PROGRESS_MAX_UDP) {
 		err = ENOSPC;
-	else
-		p->udp[p->udp_count++].sock = *s;
+	} else {
+		ev.data.u32 = p->udp_count;
+		if (epoll_ctl(p->rx_epfd, EPOLL_CTL_ADD, s->fd, &ev))
+			err = errno;
+		else
+			p->udp[p->udp_count++].sock = *s;
+	}
 	pthread_mutex_unlock(&p->lock);
 	if (!err && !uroce_progress_on_thread(p))
 		wake_thread(p);
 	return err;
+}
+
+int uroce_progress_poll(struct uroce_progress *p)
+{
+	unsigned int n;
+
+	atomic_store_explicit(&p->last_poll, uroce_now(), memory_order_relaxed);
+	if (!atomic_load(&p->app_rx)) {
+		if (++empty_polls >= POLLS_BEFORE_HANDOVER && !atomic_exchange(&p->want_app, true))
+			wake_thread(p);
+		return -1;
+	}
+	/* Another thread receives: what it takes reaches this one's CQ all the same. */
+	if (receiving == p || pthread_mutex_trylock(&p->rx_lock))
+		return 0;
+	receiving = p;
+	if (!atomic_load(&p->app_rx)) { /* taken back meanwhile */
+		rx_unlock(p);
+		return -1;
+	}
+	/*
+	 * The previous poll's batch ends now, not as that poll returned: its completions reached
+	 * the caller before the answers (ACKs) went out, which would have cost a send on the way
+	 * to every completion of a ping-pong. Bounded by the next poll, a hand-back to the
+	 * progress thread (within POLL_IDLE_NS) or a QP's modify or destroy (verbs-shim/engine.c).
+	 */
+	end_batch(p);
+	n = progress_receive_direct(p);
+	atomic_store(&p->end_due, n > 0);
+	rx_unlock(p);
+	return (int)n;
+}
+
+void uroce_progress_unpoll(struct uroce_progress *p)
+{
+	empty_polls = 0;
+	if (!atomic_load(&p->want_app) && !atomic_load(&p->app_rx))
+		return;
+	atomic_store(&p->last_poll, 0);
+	atomic_store(&p->want_app, false);
+	wake_thread(p);
 }
 
 struct uroce_watch *uroce_progress_watch(struct uroce_progress *p, int fd, void (*ready)(void *arg),

@@ -13,6 +13,14 @@
  * Either waits until the earliest timer (fabric/timer.h). Each turn hands each datagram of the
  * batch to the datagram callback (a receive coalesced by UDP GRO is cut into its datagrams).
  * All signals are blocked on the thread.
+ *
+ * Busy polling (uroce_progress_poll): an application thread that keeps finding nothing to do is
+ * handed the sockets. The progress thread stops receiving on them and sleeps until its timers;
+ * the polling thread receives itself, without a wake-up or a second thread per message (on two
+ * CPUs shared by two busy-polling processes, a spinning progress thread would be a fifth and
+ * sixth busy thread). When no thread has polled for a millisecond, or one is about to sleep
+ * (uroce_progress_unpoll), the progress thread takes the sockets back. Callbacks run on one
+ * thread at a time whichever receives.
  */
 #ifndef UROCE_FABRIC_PROGRESS_H
 #define UROCE_FABRIC_PROGRESS_H
@@ -38,7 +46,8 @@ struct uroce_progress_ops {
 	int (*init)(void *arg, struct uroce_progress *p);
 	/*
 	 * A datagram from a socket added with uroce_progress_add_udp(): rx->ip as
-	 * uroce_udp_rx_source() and the control messages describe it.
+	 * uroce_udp_rx_source() and the control messages describe it. On the progress thread or a
+	 * polling thread, never concurrently with another callback or a timer.
 	 */
 	void (*datagram)(void *arg, const struct uroce_rx *rx);
 	/*
@@ -77,8 +86,25 @@ const char *uroce_progress_backend(const struct uroce_progress *p);
 /* Stop and join the thread, free the watches and the ring. @p must not be used afterwards. */
 void uroce_progress_stop(struct uroce_progress *p);
 
-/* True on the progress thread. */
+/* True in a callback: on the progress thread's turn, or a thread receiving in uroce_progress_poll.
+ */
 bool uroce_progress_on_thread(const struct uroce_progress *p);
+
+/*
+ * From an application thread that found nothing to do (a CQ polled empty): the busy polling
+ * above. Consecutive calls ask the progress thread for the sockets; once it has let them go,
+ * each call receives what they hold now and hands it to the callbacks as the progress thread
+ * would (if another thread is receiving, it returns at once). Returns the datagrams handled,
+ * or -1 while the sockets are still the progress thread's (the caller's CPU is better given
+ * away then). Not from a callback.
+ */
+int uroce_progress_poll(struct uroce_progress *p);
+
+/*
+ * The calling thread is about to sleep (armed a CQ for an event): the progress thread takes
+ * the sockets back now if polling threads had them. From any thread.
+ */
+void uroce_progress_unpoll(struct uroce_progress *p);
 
 /*
  * Receive on @s (which must stay open until uroce_progress_stop()) from the next turn on. From

@@ -4,10 +4,17 @@
  * state, and handing a received buffer to the datagram callback. Internal to fabric/.
  *
  * progress.c runs the thread: timers, watched descriptors (an epoll set), wake-ups, the start
- * and stop handshakes. A backend waits for the next event and receives:
+ * and stop handshakes, the hand-over of the sockets to polling application threads, and the
+ * direct receive (recvmmsg from the sockets the receive set reports ready) that the epoll
+ * backend and polling threads use. A backend waits for the next event and dispatches it:
  *   progress_uring.c   io_uring: multishot recvmsg over a provided-buffer ring, and a poll of
  *                      the epoll set, in one io_uring_submit_and_wait_timeout
- *   progress_epoll.c   the UDP sockets in the epoll set too, epoll_wait, recvmmsg in batches
+ *   progress_epoll.c   the receive set nested in the epoll set, epoll_wait, direct receive
+ *
+ * The receive lock: whoever hands datagrams to the callbacks, runs timers or watches holds
+ * p->rx_lock -- the progress thread for each turn (not while it sleeps), or an application
+ * thread in uroce_progress_poll(). One receiver at a time keeps each QP's packets in order
+ * and makes every callback single-threaded, as progress.h promises.
  */
 #ifndef UROCE_FABRIC_PROGRESS_INT_H
 #define UROCE_FABRIC_PROGRESS_INT_H
@@ -32,8 +39,11 @@ struct uroce_watch {
 struct udp_slot {
 	struct uroce_udp sock;
 	struct msghdr msg; /* io_uring: lengths of the name and control areas of each buffer */
-	bool armed;        /* progress thread only: the backend receives on it */
+	bool armed;        /* io_uring, progress thread: a multishot receive is outstanding */
+	bool cancelling;   /* io_uring, progress thread: its cancel is submitted */
 };
+
+struct direct_rx; /* progress.c: recvmmsg buffers of the direct receive */
 
 struct progress_backend;
 
@@ -43,10 +53,17 @@ struct uroce_progress {
 	const struct progress_backend *backend;
 	void *be; /* the backend's state, made and freed on the thread */
 	pthread_t thread;
-	pthread_t self; /* written by the thread itself before ops->init */
-	bool has_self;
-	int epfd; /* the watched descriptors (and, for epoll, the sockets) */
-	int evfd; /* wakes the thread: timers armed earlier, stop, a new socket */
+	int epfd;    /* the watched descriptors (and, for epoll, the receive set nested in it) */
+	int rx_epfd; /* the receive set: the UDP sockets, tagged with their slot index */
+	int evfd;    /* wakes the thread: timers armed earlier, stop, a new socket, a hand-over */
+	struct direct_rx *direct; /* under rx_lock */
+
+	pthread_mutex_t rx_lock; /* the receive lock (above) */
+	/* The hand-over (uroce_progress_poll): a polling thread wants the sockets, has them. */
+	atomic_bool want_app;
+	atomic_bool app_rx;         /* written under rx_lock */
+	_Atomic uint64_t last_poll; /* uroce_now() of the latest uroce_progress_poll() */
+	atomic_bool end_due;        /* a polling thread put off the batch_end callback (rx_lock) */
 	atomic_bool stop;
 	struct uroce_timers timers;
 	unsigned int nbufs;
@@ -70,11 +87,22 @@ struct progress_backend {
 	int (*setup)(struct uroce_progress *p);
 	void (*teardown)(struct uroce_progress *p);
 	/*
-	 * Receive on the sockets not yet armed, wait at most until @deadline (uroce_now() clock,
-	 * UINT64_MAX: no limit) for datagrams or watched descriptors, and dispatch what came:
-	 * datagrams through progress_received(), ready descriptors through progress_on_epoll().
+	 * Without the receive lock: receive on the sockets not yet armed (unless they are to be
+	 * left to polling threads: progress_sockets_wanted()), and wait at most until @deadline
+	 * (uroce_now() clock, UINT64_MAX: no limit) for datagrams or watched descriptors.
+	 * Returns whether anything is there for dispatch.
 	 */
-	bool (*wait)(struct uroce_progress *p, uint64_t deadline); /* whether anything came */
+	bool (*wait)(struct uroce_progress *p, uint64_t deadline);
+	/*
+	 * Under the receive lock, after a wait that found something: hand it out, datagrams
+	 * through progress_received(), ready descriptors through progress_on_epoll().
+	 */
+	void (*dispatch)(struct uroce_progress *p);
+	/*
+	 * Under the receive lock: stop receiving on the sockets, for polling threads. Returns
+	 * whether they are free now; if not, the wait goes on until they are.
+	 */
+	bool (*release)(struct uroce_progress *p);
 };
 
 extern const struct progress_backend progress_uring_backend;
@@ -96,5 +124,14 @@ void progress_on_watch(void *watch);
 
 /* The sockets added so far (the slots below it are set for good). */
 unsigned int progress_udp_count(struct uroce_progress *p);
+
+/* Whether the sockets are (to be) left to polling threads: the thread must not receive. */
+bool progress_sockets_wanted(struct uroce_progress *p);
+
+/*
+ * Under the receive lock: receive what the sockets the receive set reports ready hold now,
+ * with recvmmsg in batches until they would block, and hand it out. Returns the datagrams.
+ */
+unsigned int progress_receive_direct(struct uroce_progress *p);
 
 #endif

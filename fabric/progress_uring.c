@@ -2,7 +2,8 @@
 /*
  * The io_uring backend of the progress thread (progress_int.h): a multishot recvmsg per UDP
  * socket over one provided-buffer ring, a poll on the epoll set of watched descriptors, and
- * the wait for both with the timers' deadline as timeout.
+ * the wait for both with the timers' deadline as timeout. Leaving the sockets to polling
+ * threads is cancelling the multishot receives and taking the completions they made before.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -24,8 +25,9 @@
 	  UROCE_UDP_RECV_MAX + 63) &                                                               \
 	 ~(size_t)63)
 
-/* io_uring user_data: 1 + index of a UDP socket, or the epoll poll. */
-#define UD_EPOLL (PROGRESS_MAX_UDP + 1)
+/* io_uring user_data: 1 + index of a UDP socket, the epoll poll, or a cancel. */
+#define UD_EPOLL  (PROGRESS_MAX_UDP + 1)
+#define UD_CANCEL (PROGRESS_MAX_UDP + 2)
 
 struct uring {
 	struct io_uring ring;
@@ -139,7 +141,7 @@ static void arm(struct uroce_progress *p, struct uring *u)
 {
 	unsigned int n = progress_udp_count(p);
 
-	for (unsigned int i = 0; i < n; i++) {
+	for (unsigned int i = 0; i < n && !progress_sockets_wanted(p); i++) {
 		struct udp_slot *s = &p->udp[i];
 		struct io_uring_sqe *sqe;
 
@@ -191,9 +193,10 @@ static void on_buffer(struct uroce_progress *p, struct udp_slot *s, uint8_t *buf
 			  io_uring_recvmsg_payload_length(o, len, &s->msg), now);
 }
 
-/* Take the completions as one batch, then give the buffers back. Returns whether any came. */
-static bool complete(struct uroce_progress *p, struct uring *u)
+/* Take the completions as one batch, then give the buffers back. */
+static void dispatch(struct uroce_progress *p)
 {
+	struct uring *u = p->be;
 	struct io_uring_cqe *cqe;
 	unsigned int head, count = 0;
 	uint64_t now = uroce_now();
@@ -221,12 +224,18 @@ static bool complete(struct uroce_progress *p, struct uring *u)
 			recycle(u, bid);
 		}
 		if (!(cqe->flags & IORING_CQE_F_MORE)) {
+			struct udp_slot *s = &p->udp[ud - 1];
+
+			s->armed = false;
+			if (s->cancelling) {
+				s->cancelling = false; /* release() ended it: no re-arm */
+				continue;
+			}
 			/* ENOBUFS: every buffer was in use; they are back after this batch. */
-			p->udp[ud - 1].armed = false;
 			atomic_fetch_add(&p->rearms, 1);
 			if (cqe->res < 0 && cqe->res != -ENOBUFS)
 				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
-					  p->udp[ud - 1].sock.port, strerror(-cqe->res));
+					  s->sock.port, strerror(-cqe->res));
 		}
 	}
 	io_uring_cq_advance(&u->ring, count);
@@ -234,7 +243,6 @@ static bool complete(struct uroce_progress *p, struct uring *u)
 		io_uring_buf_ring_advance(u->br, (int)u->recycled);
 	if (epoll_ready)
 		progress_on_epoll(p);
-	return count > 0;
 }
 
 static bool wait(struct uroce_progress *p, uint64_t deadline)
@@ -253,7 +261,30 @@ static bool wait(struct uroce_progress *p, uint64_t deadline)
 	}
 	io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, deadline == UINT64_MAX ? NULL : &ts,
 					 NULL);
-	return complete(p, u);
+	return io_uring_cq_ready(&u->ring) > 0;
+}
+
+static bool release(struct uroce_progress *p)
+{
+	struct uring *u = p->be;
+	unsigned int n = progress_udp_count(p);
+	bool free = true;
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct udp_slot *s = &p->udp[i];
+		struct io_uring_sqe *sqe;
+
+		if (!s->armed)
+			continue;
+		free = false;
+		if (s->cancelling || !(sqe = get_sqe(u)))
+			continue;
+		/* Its last completion (-ECANCELED, no F_MORE) comes after those it made before. */
+		io_uring_prep_cancel64(sqe, i + 1, 0);
+		io_uring_sqe_set_data64(sqe, UD_CANCEL);
+		s->cancelling = true;
+	}
+	return free;
 }
 
 const struct progress_backend progress_uring_backend = {
@@ -261,4 +292,6 @@ const struct progress_backend progress_uring_backend = {
 	.setup = setup,
 	.teardown = teardown,
 	.wait = wait,
+	.dispatch = dispatch,
+	.release = release,
 };

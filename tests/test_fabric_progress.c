@@ -2,12 +2,14 @@
 /*
  * fabric/progress on both backends: the thread's receive path (with io_uring, very few buffers,
  * so that the multishot receive runs out of them and must be re-armed), UDP GSO trains received
- * whole (GRO) and cut into their datagrams, watched descriptors, init errors; and the automatic
+ * whole (GRO) and cut into their datagrams, the hand-over to a polling thread and back,
+ * watched descriptors, init errors; and the automatic
  * fall back to epoll where io_uring is refused (a seccomp filter, as Docker's profile does).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fabric/progress.h"
@@ -39,15 +42,24 @@ static int init(void *arg, struct uroce_progress *p)
 	return uroce_progress_add_udp(p, &sock);
 }
 
+static pthread_t test_thread;
+static atomic_int on_test_thread, overlapping;
+static atomic_bool inside;
+
 static void datagram(void *arg, const struct uroce_rx *rx)
 {
 	(void)arg;
+	if (atomic_exchange(&inside, true))
+		atomic_fetch_add(&overlapping, 1);
+	if (pthread_equal(pthread_self(), test_thread))
+		atomic_fetch_add(&on_test_thread, 1);
 	if (rx->len != 12 || memcmp(rx->roce, "0123456789ab", 12))
 		atomic_fetch_add(&bad_payload, 1);
 	else if (rx->ip.dport != sock.port || rx->ip.ttl == 0)
 		atomic_fetch_add(&bad_payload, 1); /* the addresses of each datagram, GRO or not */
 	if (atomic_fetch_add(&received, 1) == 0)
 		usleep((useconds_t)atomic_load(&stall_us));
+	atomic_store(&inside, false);
 }
 
 static const struct uroce_progress_ops ops = {.init = init, .datagram = datagram};
@@ -131,6 +143,52 @@ static void gro_train(enum uroce_backend backend)
 	uroce_progress_stop(p);
 	uroce_udp_close(&tx);
 	uroce_udp_close(&sock);
+}
+
+/*
+ * A thread that keeps polling is handed the sockets and receives itself; when it stops, the
+ * progress thread takes them back. Callbacks never overlap.
+ */
+static void polling_thread_receives(enum uroce_backend backend)
+{
+	struct uroce_progress *p;
+	int n = -1, polled;
+
+	test_thread = pthread_self();
+	cr_assert_eq(uroce_udp_open(&sock, AF_INET, 0), 0);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
+	send_n(10);
+	wait_received(10);
+	cr_assert_eq(atomic_load(&on_test_thread), 0);
+	for (time_t end = time(NULL) + 10; n < 0 && time(NULL) < end;)
+		n = uroce_progress_poll(p);
+	cr_assert_geq(n, 0, "the progress thread never handed the sockets over");
+	send_n(50);
+	for (time_t end = time(NULL) + 10; atomic_load(&received) < 60 && time(NULL) < end;)
+		uroce_progress_poll(p);
+	cr_assert_eq(atomic_load(&received), 60);
+	/* All 50 unless this thread was descheduled past the hand-back time (a loaded machine). */
+	polled = atomic_load(&on_test_thread);
+	cr_assert_gt(polled, 0, "the polling thread received none");
+	usleep(20000); /* no poll for far longer than the hand-back time */
+	send_n(10);
+	wait_received(70);
+	cr_assert_eq(atomic_load(&received), 70, "nobody received after polling stopped");
+	cr_assert_eq(atomic_load(&on_test_thread), polled);
+	cr_assert_eq(atomic_load(&bad_payload), 0);
+	cr_assert_eq(atomic_load(&overlapping), 0);
+	uroce_progress_stop(p);
+	uroce_udp_close(&sock);
+}
+
+Test(progress, io_uring_polling_thread_receives)
+{
+	polling_thread_receives(UROCE_BACKEND_IO_URING);
+}
+
+Test(progress, epoll_polling_thread_receives)
+{
+	polling_thread_receives(UROCE_BACKEND_EPOLL);
 }
 
 Test(progress, io_uring_gro_train)

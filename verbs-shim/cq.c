@@ -10,6 +10,7 @@
 
 #include "verbs-shim/async.h"
 #include "verbs-shim/caps.h"
+#include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/ops.h"
 
@@ -62,18 +63,24 @@ int uroce_cq_push(struct uroce_cq *cq, const struct ibv_wc *wc, bool solicited)
 }
 
 /*
- * An empty poll gives the CPU away: completions come from the progress thread, and where busy
- * threads outnumber cores the scheduler would otherwise run it only when a time slice ends,
- * milliseconds later. A real HCA needs no CPU to make progress; a software one does.
+ * An empty poll receives on the polling thread, once the engine has handed it the sockets
+ * (uroce_engine_poll): a busy-polling program then gets its completions without a wake-up of
+ * another thread. Until then it gives the CPU away: completions come from the progress thread,
+ * and where busy threads outnumber cores the scheduler would otherwise run it only when a time
+ * slice ends, milliseconds later. A real HCA needs no CPU to make progress; a software one does.
+ * Returns whether packets came (completions may have).
  */
-static void empty_poll(void)
+static bool empty_poll(void)
 {
-	sched_yield();
+	int n = uroce_engine_poll();
+
+	if (n < 0)
+		sched_yield();
+	return n > 0;
 }
 
-int uroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+static int take(struct uroce_cq *cq, int num_entries, struct ibv_wc *wc)
 {
-	struct uroce_cq *cq = to_ucq(ibcq);
 	int n = 0;
 
 	pthread_mutex_lock(&cq->lock);
@@ -82,8 +89,16 @@ int uroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		cq->tail++;
 	}
 	pthread_mutex_unlock(&cq->lock);
-	if (!n)
-		empty_poll();
+	return n;
+}
+
+int uroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct uroce_cq *cq = to_ucq(ibcq);
+	int n = take(cq, num_entries, wc);
+
+	if (!n && empty_poll())
+		n = take(cq, num_entries, wc);
 	return n;
 }
 
@@ -91,6 +106,7 @@ int uroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct uroce_cq *cq = to_ucq(ibcq);
 
+	uroce_engine_unpoll();
 	pthread_mutex_lock(&cq->lock);
 	/* Arming for any completion is the stronger request; solicited never weakens it. */
 	if (!solicited_only)
@@ -120,8 +136,13 @@ static int cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	pthread_mutex_lock(&cq->lock);
 	if (cq->tail == cq->head) {
 		pthread_mutex_unlock(&cq->lock);
-		empty_poll();
-		return ENOENT;
+		if (!empty_poll())
+			return ENOENT;
+		pthread_mutex_lock(&cq->lock);
+		if (cq->tail == cq->head) {
+			pthread_mutex_unlock(&cq->lock);
+			return ENOENT;
+		}
 	}
 	set_current(cq);
 	return 0;

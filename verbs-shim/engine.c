@@ -82,12 +82,21 @@ static const struct uroce_net_ops net_ops = {
 	.batch_end = on_batch_end,
 };
 
-static pid_t net_pid; /* the process the endpoint belongs to */
+static pid_t net_pid;         /* the process the endpoint belongs to */
+static atomic_bool net_ready; /* net is open and ours (polling threads read it, not net_once) */
+
+/* In a child of fork(): the parent's endpoint is not ours (getpid() is a system call). */
+static void child_after_fork(void)
+{
+	atomic_store(&net_ready, false);
+}
 
 static void open_net(void)
 {
 	net_pid = getpid();
 	net_err = uroce_net_open(&net, &net_ops, NULL);
+	if (net && !pthread_atfork(NULL, NULL, child_after_fork))
+		atomic_store_explicit(&net_ready, true, memory_order_release);
 }
 
 /*
@@ -244,10 +253,10 @@ static void drain(struct uroce_qp *qp, uint64_t now)
 }
 
 /*
- * QPs that took packets in the current batch of the progress thread and have not sent what
- * they have ready yet: one drain per QP per batch (on_batch_end) instead of one per packet, so
- * that the answers a batch calls for leave as trains. By QP number: a QP may be destroyed
- * before the batch ends. Progress thread only.
+ * QPs that took packets in the current receive batch and have not sent what they have ready
+ * yet: one drain per QP per batch (on_batch_end) instead of one per packet, so that the
+ * answers a batch calls for leave as trains. By QP number: a QP may be destroyed before the
+ * batch ends. Used by the receiving thread only (net.h: one at a time).
  */
 static struct {
 	uint32_t qpn[64];
@@ -290,11 +299,12 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		return;
 	}
 	pthread_mutex_lock(&qp->lock);
+	/* An earlier packet's ACK/NAK leaves before this one can replace it (qp.h). */
+	if (roce_qp_ack_due(&qp->core))
+		drain(qp, rx->now);
 	roce_qp_read_pkt(&qp->core, &pkt, &ip, rx->now);
 	pending.now = rx->now;
-	if (roce_qp_ack_due(&qp->core)) {
-		drain(qp, rx->now); /* before the next packet can replace the ACK/NAK (qp.h) */
-	} else if (!is_pending(pkt.bth.dqpn)) {
+	if (!is_pending(pkt.bth.dqpn)) {
 		if (pending.n < sizeof(pending.qpn) / sizeof(pending.qpn[0]))
 			pending.qpn[pending.n++] = pkt.bth.dqpn;
 		else
@@ -485,8 +495,25 @@ void uroce_qp_kick(struct uroce_qp *qp)
 	pthread_mutex_unlock(&qp->lock);
 }
 
+int uroce_engine_poll(void)
+{
+	/* No engine before the first QP; a child of fork() must not touch its parent's. */
+	if (!atomic_load_explicit(&net_ready, memory_order_acquire))
+		return -1;
+	return uroce_net_poll(net);
+}
+
+void uroce_engine_unpoll(void)
+{
+	if (atomic_load_explicit(&net_ready, memory_order_acquire))
+		uroce_net_unpoll(net);
+}
+
 void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int attr_mask)
 {
+	/* What a received packet called for (an ACK a polling thread put off, net.h) leaves
+	 * first, as it would have from a NIC before the application saw the completion. */
+	drain(qp, uroce_now());
 	roce_qp_modify(&qp->core, attr, attr_mask);
 }
 
@@ -494,6 +521,7 @@ void uroce_qp_destroying(struct uroce_qp *qp)
 {
 	uint32_t qpn = qp->qpx.qp_base.qp_num;
 
+	uroce_qp_kick(qp);         /* as in uroce_qp_modified */
 	uroce_qpn_map_remove(qpn); /* waits for a packet being handled */
 	uroce_timer_cancel(net, &qp->timer);
 	atomic_fetch_add(&qp_totals.retransmits, qp->core.counters.retransmits);

@@ -44,4 +44,14 @@ void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int 
 /* The QP is about to be freed: no packet or timer uses it once this returns. No lock held. */
 void uroce_qp_destroying(struct uroce_qp *qp);
 
+/*
+ * A CQ was polled empty: receive on this thread if the engine lets polling threads receive
+ * (uroce_net_poll). Returns the packets handled (completions may have come), or -1 if the
+ * engine's progress thread receives (or none runs yet): the caller should give the CPU away.
+ */
+int uroce_engine_poll(void);
+
+/* A CQ was armed for an event: the thread will sleep, the progress thread must receive. */
+void uroce_engine_unpoll(void);
+
 #endif

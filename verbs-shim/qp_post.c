@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* ibv_post_send and ibv_post_recv (context ops): validate, queue, kick the engine. */
+/* ibv_post_send and ibv_post_recv (context ops): validate, queue, kick the engine (sends). */
 #include <errno.h>
 #include <string.h>
 
@@ -112,7 +112,6 @@ int uroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv
 	if (posted && qp->attr.qp_state == IBV_QPS_ERR)
 		uroce_qp_flush_rq(qp);
 	pthread_mutex_unlock(&qp->lock);
-	if (posted)
-		uroce_qp_kick(qp);
+	/* Nothing to send: the responder takes receive WQEs as requests arrive. */
 	return err;
 }

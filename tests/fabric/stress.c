@@ -7,7 +7,9 @@
  * 1. A peer process (PEER_PROGRAM, tests/fabric/peer.c) starts first and is the hub; this
  *    process joins, and both exchange datagrams (forwarded by the hub).
  * 2. Meanwhile, in this process: two threads send to our own QPNs over IPv4 and IPv6, one arms
- *    and cancels timers that the progress thread fires, one allocates and frees QPNs.
+ *    and cancels timers that the progress thread fires, one allocates and frees QPNs, and one
+ *    polls (uroce_net_poll) in bursts, so that it receives in turn with the progress thread.
+ *    Callbacks must never overlap.
  * 3. The peer is killed: this process takes over as hub, and a new peer joins and exchanges.
  */
 #include <errno.h>
@@ -30,7 +32,9 @@
 
 static struct uroce_net *net;
 static _Atomic uint32_t my_qpn; /* read on the progress thread */
-static atomic_uint received, bad_icrc, from_peer, timer_fires;
+static atomic_uint received, bad_icrc, from_peer, timer_fires, overlaps, polled;
+static atomic_bool inside, stop_polling;
+static _Thread_local bool is_poller;
 static int have_v6;
 
 #define CHECK(cond, ...)                                                                           \
@@ -47,6 +51,10 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 	struct roce_ipudp ip = rx->ip;
 
 	(void)arg;
+	if (atomic_exchange(&inside, true))
+		atomic_fetch_add(&overlaps, 1);
+	if (is_poller)
+		atomic_fetch_add(&polled, 1);
 	if (roce_icrc_verify(&ip, rx->roce, rx->len) != ROCE_ICRC_OK)
 		atomic_fetch_add(&bad_icrc, 1);
 	/* DETH SrcQP (bytes 17..19): ours, or the peer's. */
@@ -55,6 +63,7 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&from_peer, 1);
 	else
 		atomic_fetch_add(&received, 1);
+	atomic_store(&inside, false);
 }
 
 static const struct uroce_net_ops ops = {.recv = on_recv};
@@ -131,6 +140,22 @@ static void *qpn_thread(void *arg)
 	return NULL;
 }
 
+/* Busy polling in bursts, with pauses (the progress thread takes over) and explicit hand-backs. */
+static void *poller(void *arg)
+{
+	(void)arg;
+	is_poller = true;
+	for (unsigned int round = 0; !atomic_load(&stop_polling); round++) {
+		for (int i = 0; i < 20000; i++)
+			uroce_net_poll(net);
+		if (round % 2)
+			uroce_net_unpoll(net);
+		else
+			usleep(2000);
+	}
+	return NULL;
+}
+
 static void wait_for(atomic_uint *counter, unsigned int n, const char *what)
 {
 	uint64_t end = uroce_now() + 10000 * MS;
@@ -169,7 +194,7 @@ int main(int argc, char **argv)
 {
 	const char *port_env = getenv("UROCE_UDP_PORT");
 	uint16_t port = port_env ? (uint16_t)atoi(port_env) : 0;
-	pthread_t th[4];
+	pthread_t th[4], poll_th;
 	struct fabric_peer peer;
 	unsigned int peer_qpn;
 	int hub, senders = 2;
@@ -187,6 +212,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < TIMERS; i++)
 		timers[i].t.fire = count_fire;
 
+	pthread_create(&poll_th, NULL, poller, NULL);
 	pthread_create(&th[0], NULL, sender, (void *)0);
 	pthread_create(&th[1], NULL, sender, (void *)1);
 	pthread_create(&th[2], NULL, timer_thread, NULL);
@@ -208,8 +234,12 @@ int main(int argc, char **argv)
 	CHECK(peer_qpn != my_qpn, "QPN %u given twice", my_qpn);
 	exchange(&peer, peer_qpn, 2000);
 	CHECK(fabric_peer_finish(&peer, 5000) == 0, "the peer did not exit cleanly");
+	atomic_store(&stop_polling, true);
+	pthread_join(poll_th, NULL);
+	CHECK(atomic_load(&overlaps) == 0, "callbacks overlapped %u times", atomic_load(&overlaps));
+	CHECK(atomic_load(&polled) > 0, "the polling thread never received");
 	uroce_net_close(net);
-	printf("fabric_stress: ok: %u datagrams, %u timer callbacks\n", atomic_load(&received),
-	       atomic_load(&timer_fires));
+	printf("fabric_stress: ok: %u datagrams (%u by the polling thread), %u timer callbacks\n",
+	       atomic_load(&received), atomic_load(&polled), atomic_load(&timer_fires));
 	return 0;
 }
