@@ -272,10 +272,19 @@ static void on_batch_end(void *arg)
 		net->ops->batch_end(net->arg);
 }
 
+static void on_polling_ended(void *arg)
+{
+	struct uroce_net *net = arg;
+
+	if (net->ops->polling_ended)
+		net->ops->polling_ended(net->arg);
+}
+
 static const struct uroce_progress_ops progress_ops = {
 	.init = init,
 	.datagram = on_datagram,
 	.batch_end = on_batch_end,
+	.polling_ended = on_polling_ended,
 };
 
 /*
@@ -562,6 +571,11 @@ int uroce_net_poll(struct uroce_net *net)
 void uroce_net_unpoll(struct uroce_net *net)
 {
 	uroce_progress_unpoll(net->progress);
+}
+
+bool uroce_net_polled(const struct uroce_net *net)
+{
+	return uroce_progress_polled(net->progress);
 }
 
 void uroce_timer_arm(struct uroce_net *net, struct uroce_timer *t, uint64_t deadline)

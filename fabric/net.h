@@ -18,6 +18,7 @@
 #ifndef UROCE_FABRIC_NET_H
 #define UROCE_FABRIC_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,8 @@ struct uroce_net_ops {
 	 * worth doing once per batch rather than per datagram goes here. May be NULL.
 	 */
 	void (*batch_end)(void *arg);
+	/* Threads stopped polling (uroce_net_poll): on the progress thread. May be NULL. */
+	void (*polling_ended)(void *arg);
 };
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline below. */
@@ -123,6 +126,9 @@ int uroce_net_poll(struct uroce_net *net);
 
 /* The calling thread will sleep until an event: the progress thread receives again. */
 void uroce_net_unpoll(struct uroce_net *net);
+
+/* Whether threads busy-poll the endpoint now (uroce_progress_polled). */
+bool uroce_net_polled(const struct uroce_net *net);
 
 /* A deadline on the progress thread. Embed it; all fields are the timer module's. */
 struct uroce_timer {

@@ -259,6 +259,8 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 		/* Nobody polls: the backend receives again from its next wait on. */
 		atomic_store(&p->want_app, false);
 		atomic_store(&p->app_rx, false);
+		if (p->ops->polling_ended)
+			p->ops->polling_ended(p->arg);
 	} else if (atomic_load(&p->want_app) && p->backend->release(p)) {
 		atomic_store(&p->app_rx, true);
 		return now + POLL_IDLE_NS < next ? now + POLL_IDLE_NS : next;
@@ -504,6 +506,11 @@ int uroce_progress_poll(struct uroce_progress *p)
 	atomic_store(&p->end_due, n > 0);
 	rx_unlock(p);
 	return (int)n;
+}
+
+bool uroce_progress_polled(const struct uroce_progress *p)
+{
+	return atomic_load(&p->app_rx);
 }
 
 void uroce_progress_unpoll(struct uroce_progress *p)

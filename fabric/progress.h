@@ -55,6 +55,12 @@ struct uroce_progress_ops {
 	 * a place to act once for many of them (NULL: nothing to do).
 	 */
 	void (*batch_end)(void *arg);
+	/*
+	 * The progress thread took the sockets back from polling threads (none polled for a
+	 * while, or one is going to sleep): a place to do what their next poll would have done
+	 * (NULL: nothing to do). On the progress thread.
+	 */
+	void (*polling_ended)(void *arg);
 };
 
 /*
@@ -105,6 +111,9 @@ int uroce_progress_poll(struct uroce_progress *p);
  * the sockets back now if polling threads had them. From any thread.
  */
 void uroce_progress_unpoll(struct uroce_progress *p);
+
+/* Whether polling threads have the sockets now (they will poll again within microseconds). */
+bool uroce_progress_polled(const struct uroce_progress *p);
 
 /*
  * Receive on @s (which must stay open until uroce_progress_stop()) from the next turn on. From

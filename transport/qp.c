@@ -240,9 +240,9 @@ size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *des
 	return roce_req_write(qp, buf, dest, now);
 }
 
-bool roce_qp_ack_due(const struct roce_qp *qp)
+bool roce_qp_nak_due(const struct roce_qp *qp)
 {
-	return qp->resp.ack_pending && !qp->resp.ack_deadline;
+	return qp->resp.ack_pending && roce_aeth_class(qp->resp.ack_syndrome) != ROCE_AETH_ACK;
 }
 
 uint64_t roce_qp_expiry(const struct roce_qp *qp)

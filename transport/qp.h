@@ -215,8 +215,9 @@ struct roce_qp {
 		/* Accepted READ/atomics: slots, oldest unanswered, next free (counters). */
 		struct roce_resp_res *res;
 		uint32_t res_slots; /* max_dest_rd_atomic */
-		uint32_t res_tail;  /* first not fully answered */
+		uint32_t res_tail;  /* first not fully answered (a replay moves it back) */
 		uint32_t res_head;  /* next to use */
+		uint32_t res_fresh; /* first never answered: res_tail's furthest point */
 	} resp;
 
 	struct roce_qp_counters counters;
@@ -258,11 +259,13 @@ void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const stru
 size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now);
 
 /*
- * An ACK or NAK is waiting to go out now. The responder keeps one (the newest replaces it): an
+ * A NAK is waiting to go out. The responder keeps one ACK or NAK, the newest replacing it (an
+ * ACK acknowledges everything before its PSN, so a newer ACK says all an older one did): an
  * owner that lets several packets in before pulling what is ready (once per receive batch)
- * pulls as soon as this is true, so that no NAK is replaced by a later duplicate's ACK.
+ * pulls before the next packet when this is true, so that no NAK is replaced by a later
+ * duplicate's ACK. ACKs of a batch coalesce into one (IBA 9.7.5.1.2).
  */
-bool roce_qp_ack_due(const struct roce_qp *qp);
+bool roce_qp_nak_due(const struct roce_qp *qp);
 
 /* The next deadline, or UINT64_MAX if none. */
 uint64_t roce_qp_expiry(const struct roce_qp *qp);

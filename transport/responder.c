@@ -262,8 +262,12 @@ static enum resp_step check_resource(struct roce_qp *qp, struct resp_ctx *c)
 		((c->flags & ROCE_OPF_IMM) && (c->flags & (ROCE_OPF_LAST | ROCE_OPF_ONLY)));
 
 	if (c->flags & (ROCE_OPF_READ | ROCE_OPF_ATOMIC)) {
-		/* More outstanding than max_dest_rd_atomic (IBA 9.7.5.2): invalid request. */
-		if (qp->resp.res_head - qp->resp.res_tail >= qp->resp.res_slots)
+		/*
+		 * More never answered than max_dest_rd_atomic (IBA 9.7.5.2): invalid request.
+		 * Replays of answered ones do not count: a requester that sent a new request
+		 * past its depth has their answers (accept() drops such replays).
+		 */
+		if (qp->resp.res_head - qp->resp.res_fresh >= qp->resp.res_slots)
 			return RESP_ERR_INVALID_REQ;
 		return RESP_CHECK_RKEY;
 	}
@@ -413,6 +417,9 @@ static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 	} else {
 		struct roce_resp_res *r = &qp->resp.res[qp->resp.res_head % qp->resp.res_slots];
 
+		/* The slot may hold a replay not yet sent (check_resource): it is not needed. */
+		if (qp->resp.res_head - qp->resp.res_tail >= qp->resp.res_slots)
+			qp->resp.res_tail = qp->resp.res_head - qp->resp.res_slots + 1;
 		memset(r, 0, sizeof(*r));
 		r->type = pkt->bth.opcode & 0x1F;
 		r->srqn = pkt->xrc_srqn;
@@ -588,6 +595,14 @@ bool roce_resp_has_output(const struct roce_qp *qp)
 	       qp->resp.res_tail != qp->resp.res_head;
 }
 
+/* The oldest unanswered request has had its whole answer. */
+static void answered(struct roce_qp *qp)
+{
+	qp->resp.res_tail++;
+	if ((int32_t)(qp->resp.res_tail - qp->resp.res_fresh) > 0)
+		qp->resp.res_fresh = qp->resp.res_tail;
+}
+
 /* The next READ response or atomic ACK of the oldest unanswered request. */
 static size_t answer(struct roce_qp *qp, uint8_t *buf)
 {
@@ -603,7 +618,7 @@ static size_t answer(struct roce_qp *qp, uint8_t *buf)
 	if (r->type != ROCE_OP_READ_REQUEST) {
 		pkt.bth.opcode = roce_qp_tr(qp) | ROCE_OP_ATOMIC_ACK;
 		pkt.atomic_orig = r->orig;
-		qp->resp.res_tail++;
+		answered(qp);
 		return roce_pkt_finish(buf, &pkt, roce_opcode(pkt.bth.opcode)->hdr_len);
 	}
 	uint32_t left = r->len - r->sent;
@@ -626,6 +641,7 @@ static size_t answer(struct roce_qp *qp, uint8_t *buf)
 		if (!src) {
 			/* The region went away after the request was accepted. */
 			qp->resp.res_tail = qp->resp.res_head;
+			qp->resp.res_fresh = qp->resp.res_head;
 			queue_ack(qp, roce_aeth_syndrome(ROCE_AETH_NAK, ROCE_NAK_REMOTE_ACCESS),
 				  r->psn, true);
 			qp->resp.state = ROCE_RESP_ERROR;
@@ -640,7 +656,7 @@ static size_t answer(struct roce_qp *qp, uint8_t *buf)
 	r->sent += n;
 	r->psn = roce_psn_add(r->psn, 1);
 	if (last)
-		qp->resp.res_tail++;
+		answered(qp);
 	return roce_pkt_finish(buf, &pkt, info->hdr_len);
 }
 

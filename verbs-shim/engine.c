@@ -76,10 +76,12 @@ static void log_totals(void)
 
 static void on_recv(void *arg, const struct uroce_rx *rx);
 static void on_batch_end(void *arg);
+static void flush_held(void *arg);
 
 static const struct uroce_net_ops net_ops = {
 	.recv = on_recv,
 	.batch_end = on_batch_end,
+	.polling_ended = flush_held,
 };
 
 static pid_t net_pid;         /* the process the endpoint belongs to */
@@ -299,8 +301,8 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		return;
 	}
 	pthread_mutex_lock(&qp->lock);
-	/* An earlier packet's ACK/NAK leaves before this one can replace it (qp.h). */
-	if (roce_qp_ack_due(&qp->core))
+	/* An earlier packet's NAK leaves before this one can replace it (qp.h). */
+	if (roce_qp_nak_due(&qp->core))
 		drain(qp, rx->now);
 	roce_qp_read_pkt(&qp->core, &pkt, &ip, rx->now);
 	pending.now = rx->now;
@@ -491,7 +493,85 @@ int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *q
 void uroce_qp_kick(struct uroce_qp *qp)
 {
 	pthread_mutex_lock(&qp->lock);
+	qp->posts_held = 0;
 	drain(qp, uroce_now());
+	pthread_mutex_unlock(&qp->lock);
+}
+
+/*
+ * Held posts (uroce_qp_posted): while threads busy-poll, a post's packets wait for the next
+ * poll (or unpoll, or the progress thread taking the sockets back, within a millisecond), so
+ * that a burst of posts leaves as one train -- one system call for many small messages. The
+ * QPs holding some, by number (a QP may be destroyed first; it sends its own then).
+ */
+enum { POSTS_HELD_MAX = 32 }; /* a QP with this many held posts sends at once */
+
+static struct {
+	pthread_mutex_t lock;
+	uint32_t qpn[64];
+	unsigned int n;
+	atomic_uint count; /* n, read without the lock */
+} held = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Add @qpn to the held QPs: false if the list is full (the caller sends now). */
+static bool hold(uint32_t qpn)
+{
+	bool ok;
+
+	pthread_mutex_lock(&held.lock);
+	ok = held.n < sizeof(held.qpn) / sizeof(held.qpn[0]);
+	if (ok) {
+		held.qpn[held.n++] = qpn;
+		atomic_store(&held.count, held.n);
+	}
+	pthread_mutex_unlock(&held.lock);
+	return ok;
+}
+
+/* Send what every QP holds. */
+static void flush_held(void *arg)
+{
+	uint32_t qpn[sizeof(held.qpn) / sizeof(held.qpn[0])];
+	unsigned int n;
+
+	(void)arg;
+	if (!atomic_load(&held.count))
+		return;
+	pthread_mutex_lock(&held.lock);
+	n = held.n;
+	memcpy(qpn, held.qpn, n * sizeof(qpn[0]));
+	held.n = 0;
+	atomic_store(&held.count, 0);
+	pthread_mutex_unlock(&held.lock);
+	uroce_qpn_map_read_lock();
+	for (unsigned int i = 0; i < n; i++) {
+		struct uroce_qp *qp = uroce_qpn_map_find(qpn[i]);
+
+		if (!qp)
+			continue;
+		pthread_mutex_lock(&qp->lock);
+		if (qp->posts_held) {
+			qp->posts_held = 0;
+			drain(qp, uroce_now());
+		}
+		pthread_mutex_unlock(&qp->lock);
+	}
+	uroce_qpn_map_read_unlock();
+}
+
+void uroce_qp_posted(struct uroce_qp *qp)
+{
+	bool polled =
+		atomic_load_explicit(&net_ready, memory_order_acquire) && uroce_net_polled(net);
+
+	pthread_mutex_lock(&qp->lock);
+	if (polled && qp->posts_held < POSTS_HELD_MAX &&
+	    (qp->posts_held || hold(qp->qpx.qp_base.qp_num))) {
+		qp->posts_held++;
+	} else {
+		qp->posts_held = 0;
+		drain(qp, uroce_now());
+	}
 	pthread_mutex_unlock(&qp->lock);
 }
 
@@ -500,13 +580,16 @@ int uroce_engine_poll(void)
 	/* No engine before the first QP; a child of fork() must not touch its parent's. */
 	if (!atomic_load_explicit(&net_ready, memory_order_acquire))
 		return -1;
+	flush_held(NULL);
 	return uroce_net_poll(net);
 }
 
 void uroce_engine_unpoll(void)
 {
-	if (atomic_load_explicit(&net_ready, memory_order_acquire))
+	if (atomic_load_explicit(&net_ready, memory_order_acquire)) {
+		flush_held(NULL);
 		uroce_net_unpoll(net);
+	}
 }
 
 void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int attr_mask)

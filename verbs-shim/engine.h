@@ -29,11 +29,15 @@ struct uroce_qp;
  */
 int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *qpn);
 
-/*
- * New WQEs were queued on the send (post_send, wr_complete) or receive queue (post_recv), or
- * the state changed: send what is ready. Called without the QP's lock.
- */
+/* The state changed: send what is ready. Called without the QP's lock. */
 void uroce_qp_kick(struct uroce_qp *qp);
+
+/*
+ * New WQEs were queued on the send queue (post_send, wr_complete): send them, or, while threads
+ * busy-poll, hold them for the next poll so that the packets of many posts leave together.
+ * Called without the QP's lock.
+ */
+void uroce_qp_posted(struct uroce_qp *qp);
 
 /*
  * ibv_modify_qp is applying ATTR/ATTR_MASK (already validated), with qp->lock held: on a move

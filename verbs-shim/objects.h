@@ -130,6 +130,7 @@ struct uroce_qp {
 	struct uroce_timer timer; /* fires at the core's next deadline */
 	bool timer_armed;         /* under lock: the timer is armed for timer_deadline */
 	uint64_t timer_deadline;
+	uint32_t posts_held;  /* under lock: posts whose packets wait for a flush (engine.c) */
 	union ibv_gid *mcast; /* attached multicast groups */
 	uint32_t nmcast;
 	uint32_t async_events_reported; /* under qpx.qp_base.mutex */

@@ -265,7 +265,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	}
 	pthread_mutex_unlock(&qp->lock);
 	if (!err && built)
-		uroce_qp_kick(qp);
+		uroce_qp_posted(qp);
 	return err;
 }
 

@@ -86,7 +86,7 @@ int uroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 	if (err)
 		*bad_wr = wr;
 	if (posted)
-		uroce_qp_kick(qp);
+		uroce_qp_posted(qp);
 	return err;
 }
 

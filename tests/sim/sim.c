@@ -602,8 +602,10 @@ static void deliver(struct sim *s, struct sim_pkt *p)
 	}
 	s->stats.delivered++;
 	trace_pkt(s, "recv", NULL, h, p->data, p->len);
+	if (s->batch && roce_qp_nak_due(&qp->core))
+		pump(qp); /* as the engine: a NAK leaves before the next packet can replace it */
 	roce_qp_read_pkt(&qp->core, &pkt, &p->ip, s->now);
-	if (!s->batch || roce_qp_ack_due(&qp->core))
+	if (!s->batch)
 		pump(qp);
 }
 

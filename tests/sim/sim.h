@@ -181,8 +181,9 @@ struct sim {
 	uint64_t max_steps; /* sim_run() gives up after this many clock steps in all (0: never) */
 	/*
 	 * Receive in batches, as an engine that drains once per receive batch: every packet due at
-	 * one instant goes in before the QPs send what they have (except an ACK/NAK due now,
-	 * roce_qp_ack_due); otherwise each packet is followed by its QP's output.
+	 * one instant goes in before the QPs send what they have (a pending NAK leaves before
+	 * its QP's next packet, roce_qp_nak_due); otherwise each packet is followed by its QP's
+	 * output.
 	 */
 	bool batch;
 	const char *fail; /* why a run stopped early: livelock, step limit */
