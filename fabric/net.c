@@ -573,6 +573,16 @@ void uroce_net_unpoll(struct uroce_net *net)
 	uroce_progress_unpoll(net->progress);
 }
 
+uint32_t uroce_net_rx_budget(const struct uroce_net *net)
+{
+	uint32_t min = UINT32_MAX;
+
+	for (int i = 0; i < FAMILIES; i++)
+		if (net->udp[i].fd >= 0 && net->udp[i].rcvbuf < min)
+			min = net->udp[i].rcvbuf;
+	return min == UINT32_MAX ? 0 : min / 2;
+}
+
 bool uroce_net_polled(const struct uroce_net *net)
 {
 	return uroce_progress_polled(net->progress);

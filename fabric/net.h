@@ -127,6 +127,15 @@ int uroce_net_poll(struct uroce_net *net);
 /* The calling thread will sleep until an event: the progress thread receives again. */
 void uroce_net_unpoll(struct uroce_net *net);
 
+/*
+ * The bytes of RoCE packets one sender may have in flight to this host: half this process's
+ * smallest socket receive buffer as SO_RCVBUF reports it (twice what was asked, for the
+ * kernel's accounting of each datagram's whole buffer). With root that is 8 MiB, more than the
+ * largest window; without, net.core.rmem_max caps it (often 208 KiB: 26 packets of 4 KiB).
+ * Peers are assumed to be configured alike.
+ */
+uint32_t uroce_net_rx_budget(const struct uroce_net *net);
+
 /* Whether threads busy-poll the endpoint now (uroce_progress_polled). */
 bool uroce_net_polled(const struct uroce_net *net);
 

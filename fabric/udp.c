@@ -19,13 +19,22 @@ static int set_int(int fd, int level, int name, int value)
 	return setsockopt(fd, level, name, &value, sizeof(value)) ? errno : 0;
 }
 
-/* Ask for big buffers; without CAP_NET_ADMIN the kernel caps them at net.core.[rw]mem_max. */
-static void set_buffers(int fd)
+/*
+ * Ask for big buffers; without CAP_NET_ADMIN the kernel caps them at net.core.[rw]mem_max.
+ * Returns the receive buffer granted.
+ */
+static uint32_t set_buffers(int fd)
 {
+	int granted = 0;
+	socklen_t len = sizeof(granted);
+
 	if (set_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, UROCE_UDP_BUF))
 		set_int(fd, SOL_SOCKET, SO_RCVBUF, UROCE_UDP_BUF);
 	if (set_int(fd, SOL_SOCKET, SO_SNDBUFFORCE, UROCE_UDP_BUF))
 		set_int(fd, SOL_SOCKET, SO_SNDBUF, UROCE_UDP_BUF);
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &len) || granted < 0)
+		granted = 0;
+	return (uint32_t)granted;
 }
 
 static int set_options_v4(int fd)
@@ -99,7 +108,7 @@ int uroce_udp_open(struct uroce_udp *s, int family, uint16_t port)
 	 * apart (uroce_udp_segments). A kernel without it (before 5.0) just sends them singly.
 	 */
 	set_int(s->fd, IPPROTO_UDP, UDP_GRO, 1);
-	set_buffers(s->fd);
+	s->rcvbuf = set_buffers(s->fd);
 	if (bind(s->fd, (struct sockaddr *)&ss, sslen) ||
 	    getsockname(s->fd, (struct sockaddr *)&ss, &sslen)) {
 		err = errno;

@@ -35,9 +35,10 @@
 #define UROCE_UDP_RECV_MAX 65535u
 
 struct uroce_udp {
-	int fd;        /* -1: not open */
-	int family;    /* AF_INET or AF_INET6 */
-	uint16_t port; /* the bound port */
+	int fd;          /* -1: not open */
+	int family;      /* AF_INET or AF_INET6 */
+	uint16_t port;   /* the bound port */
+	uint32_t rcvbuf; /* the receive buffer the kernel granted (SO_RCVBUF: twice the payload) */
 };
 
 /*

@@ -8,9 +8,6 @@
 
 #include "transport/qp_int.h"
 
-/* Unacknowledged PSNs the requester may have out (flow control until the fabric's window). */
-#define ROCE_DEFAULT_WINDOW 256u
-
 int roce_qp_init(struct roce_qp *qp, enum ibv_qp_type type, uint32_t qpn, bool sq_sig_all,
 		 struct roce_wq *sq, const struct roce_qp_env *env, void *ctx)
 {
@@ -26,7 +23,7 @@ int roce_qp_init(struct roce_qp *qp, enum ibv_qp_type type, uint32_t qpn, bool s
 	qp->sq = sq;
 	qp->state = IBV_QPS_RESET;
 	qp->mtu = 256;
-	qp->window = ROCE_DEFAULT_WINDOW;
+	qp->window = ROCE_WINDOW_MAX;
 	return 0;
 }
 
@@ -74,12 +71,24 @@ static void reset(struct roce_qp *qp)
 	qp->req.wqe = qp->sq->tail;
 }
 
+void roce_qp_set_window_bytes(struct roce_qp *qp, uint32_t bytes)
+{
+	uint32_t pkts = bytes ? bytes / qp->mtu : ROCE_WINDOW_MAX;
+
+	qp->window_bytes = bytes;
+	qp->window = pkts < ROCE_WINDOW_MIN   ? ROCE_WINDOW_MIN
+		     : pkts > ROCE_WINDOW_MAX ? ROCE_WINDOW_MAX
+					      : pkts;
+}
+
 void roce_qp_modify(struct roce_qp *qp, const struct ibv_qp_attr *attr, int mask)
 {
 	enum ibv_qp_state old = qp->state;
 
-	if (mask & IBV_QP_PATH_MTU)
+	if (mask & IBV_QP_PATH_MTU) {
 		qp->mtu = mtu_bytes(attr->path_mtu);
+		roce_qp_set_window_bytes(qp, qp->window_bytes);
+	}
 	if (mask & IBV_QP_AV)
 		qp->attr.ah_attr = attr->ah_attr;
 	if (mask & IBV_QP_DEST_QPN)

@@ -172,6 +172,7 @@ struct roce_qp {
 	struct ibv_qp_attr attr; /* as last set by roce_qp_modify() */
 	uint32_t mtu;            /* path MTU in bytes */
 	uint32_t window;         /* max PSNs outstanding before the requester waits */
+	uint32_t window_bytes;   /* the bytes the receiver absorbs (0: no limit but the default) */
 
 	struct {
 		enum roce_req_state state;
@@ -242,6 +243,16 @@ void roce_qp_fini(struct roce_qp *qp);
  * completes with IBV_WC_WR_FLUSH_ERR first.
  */
 void roce_qp_modify(struct roce_qp *qp, const struct ibv_qp_attr *attr, int mask);
+
+/*
+ * Flow control: the requester keeps at most @bytes in flight (unacknowledged), in packets of
+ * the path MTU, between ROCE_WINDOW_MIN and ROCE_WINDOW_MAX packets -- what the receiver's
+ * socket can hold, so that a stream does not overrun it into drops and go-back-N. 0: the
+ * largest window.
+ */
+void roce_qp_set_window_bytes(struct roce_qp *qp, uint32_t bytes);
+#define ROCE_WINDOW_MIN 16u
+#define ROCE_WINDOW_MAX 256u
 
 /*
  * A packet for this QP (pkt->bth.dqpn == qpn, already decoded and ICRC-verified; @ip gives its

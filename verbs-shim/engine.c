@@ -482,6 +482,8 @@ int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *q
 		uroce_net_free_qpn(net, *qpn);
 		return err;
 	}
+	/* No more in flight than the receiver's socket holds (the peer's: alike, net.h). */
+	roce_qp_set_window_bytes(&qp->core, uroce_net_rx_budget(net));
 	/* UD messages are bounded by the port's MTU (IBA 9.8.1); RC and UC set a path MTU. */
 	uroce_device_port(qp->ctx->dev, &port);
 	mtu.path_mtu = uroce_active_mtu(port.ifmtu);

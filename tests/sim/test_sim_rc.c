@@ -367,3 +367,46 @@ Test(sim_rc, many_messages_in_order_both_ways)
 		cr_assert_eq(sim_expect_wc(p.b_scq).wr_id, i);
 	}
 }
+
+/* Flow control (roce_qp_set_window_bytes): the requester never has more out than the window. */
+static uint32_t last_req_psn, last_ack_psn, max_out;
+static bool seen_ack;
+
+static bool track_window(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	(void)arg;
+	if (from == p.a) {
+		last_req_psn = pkt->bth.psn;
+		if (seen_ack && ((last_req_psn - last_ack_psn) & ROCE_PSN_MASK) > max_out)
+			max_out = (last_req_psn - last_ack_psn) & ROCE_PSN_MASK;
+	} else {
+		last_ack_psn = pkt->bth.psn;
+		seen_ack = true;
+	}
+	return true;
+}
+
+Test(sim_rc, window_follows_receiver_budget)
+{
+	struct sim_conn c = sim_conn_default();
+	struct ibv_wc wc;
+
+	c.mtu = IBV_MTU_256;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 1, 200 * 256);
+	roce_qp_set_window_bytes(&p.a->core, 1);
+	cr_assert_eq(p.a->core.window, ROCE_WINDOW_MIN);
+	roce_qp_set_window_bytes(&p.a->core, 0);
+	cr_assert_eq(p.a->core.window, ROCE_WINDOW_MAX);
+	roce_qp_set_window_bytes(&p.a->core, 20 * 256);
+	cr_assert_eq(p.a->core.window, 20);
+	p.s->filter = track_window;
+	sim_fill(p.abuf, 200 * 256, 3);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_WRITE, p.abuf, 200 * 256, p.akey,
+			      (uintptr_t)p.bbuf, p.bkey, IBV_SEND_SIGNALED),
+		     0);
+	cr_assert_eq(sim_run(p.s, UINT64_MAX), SIM_IDLE, "%s", p.s->fail);
+	wc = sim_expect_wc(p.a_scq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "status %d", wc.status);
+	cr_assert_eq(memcmp(p.abuf, p.bbuf, 200 * 256), 0);
+	cr_assert(seen_ack && max_out > 0 && max_out <= 20, "%u PSNs out", max_out);
+}
