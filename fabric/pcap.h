@@ -20,6 +20,10 @@ struct uroce_pcap;
 
 /*
  * Open @path for writing (truncating it) and write the pcap file header.
+ * A FIFO (a live view, `tshark -i FIFO`) is opened without waiting for a
+ * reader and without SIGPIPE when the reader goes: frames queue in its pipe
+ * (1 MiB where allowed) and, when the reader does not keep up, whole frames
+ * are dropped (reported on stderr at close) rather than stalling the sender.
  * Returns NULL and sets errno on failure (ENOENT, EACCES, EISDIR, ... from
  * opening the file; ENOMEM).
  */
