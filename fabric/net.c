@@ -22,6 +22,7 @@
 #include "fabric/log.h"
 #include "fabric/pcap.h"
 #include "fabric/progress.h"
+#include "fabric/mcast.h"
 #include "fabric/qpn.h"
 #include "fabric/rdv.h"
 #include "fabric/udp.h"
@@ -45,6 +46,7 @@ struct uroce_net {
 	struct uroce_faults *faults;     /* UROCE_FAULTS, or NULL */
 	struct uroce_progress *progress; /* set by init, on the progress thread */
 	struct uroce_rdv *rdv;           /* likewise */
+	struct uroce_mcast *mcast;       /* likewise */
 	_Atomic uint64_t rx_packets, tx_packets, tx_errors, rx_short, rx_unknown_qpn;
 	atomic_bool no_gso; /* a GSO send failed with EIO/EINVAL: send one by one */
 };
@@ -205,6 +207,11 @@ static void on_datagram(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&net->rx_short, 1);
 		return;
 	}
+	if (rx->host_sent) {
+		/* A host member's multicast, from the hub: routed already (rdv.h, MCAST). */
+		deliver(net, rx);
+		return;
+	}
 	if (rx->ip.dport != net->cfg.udp_port) {
 		/* Sent to this process's own socket past the hub (dest_port): to the RoCE port. */
 		direct = *rx;
@@ -249,6 +256,21 @@ static const struct uroce_rdv_ops rdv_ops = {
 	.forwarded = forwarded,
 };
 
+/*
+ * A copy of a multicast datagram this process sent (mcast.h), in a callback: to its own members
+ * (its send is captured already), then to the host's other processes.
+ */
+static void mcast_deliver(void *arg, const struct uroce_rx *rx)
+{
+	struct uroce_net *net = arg;
+
+	atomic_fetch_add(&net->rx_packets, 1);
+	net->ops->recv(net->arg, rx);
+	uroce_rdv_mcast_sent(net->rdv, rx);
+	if (net->ops->batch_end)
+		net->ops->batch_end(net->arg);
+}
+
 /* On the progress thread, before anything is received. */
 static int init(void *arg, struct uroce_progress *p)
 {
@@ -256,6 +278,9 @@ static int init(void *arg, struct uroce_progress *p)
 	int err;
 
 	net->progress = p;
+	net->mcast = uroce_mcast_new(p, mcast_deliver, net);
+	if (!net->mcast)
+		return errno;
 	err = watch_pair(p, net->udp);
 	if (!err)
 		err = uroce_rdv_join(&net->rdv, net->cfg.udp_port,
@@ -325,6 +350,7 @@ static void free_net(struct uroce_net *net)
 		uroce_udp_close(&net->udp[i]);
 	}
 	uroce_rdv_leave(net->rdv);
+	uroce_mcast_free(net->mcast);
 	uroce_faults_free(net->faults);
 	uroce_pcap_close(net->pcap);
 	uroce_qpn_destroy(&net->qpn);
@@ -452,6 +478,14 @@ static struct roce_ipudp on_wire(struct uroce_net *net, const struct uroce_udp *
 	return g;
 }
 
+/* 127.0.0.0/8 or ::1. */
+static bool is_loopback(const uint8_t gid[16])
+{
+	static const uint8_t v6[16] = {[15] = 1};
+
+	return roce_gid_is_v4(gid) ? gid[12] == 127 : !memcmp(gid, v6, 16);
+}
+
 int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len)
 {
 	const struct uroce_udp *s;
@@ -467,6 +501,14 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
 	/* PROTOCOL.md §2.1: the ICRC covers the IPv4 ID; the kernel sends 0 with DF. */
 	g = on_wire(net, s, f, 0);
 	roce_icrc_fill(&g, roce, len);
+	if (roce_gid_is_multicast(g.dgid)) {
+		/* This host's members get a copy (mcast.h); over loopback no other host listens. */
+		uroce_mcast_sent(net->mcast, &g, roce, len);
+		if (is_loopback(g.sgid)) {
+			sent(net, &g, roce, len);
+			return 0;
+		}
+	}
 	/* Lost or held back by a fault: gone for now, as on a wire; the sender cannot tell. */
 	if (uroce_faults_on(net->faults, true))
 		n = uroce_faults_apply(net->faults, true, &g, roce, len);
@@ -523,9 +565,10 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 		unsigned int k = gso_run(net, &g0, buf, lens + i, n - i, &bytes);
 		uint8_t *p = buf;
 
-		/* Faults act on single packets: with them, trains go one by one. */
+		/* Faults act on single packets, and multicast copies are made per packet: with
+		 * them, trains go one by one. */
 		if (!e && k > 1 && !atomic_load(&net->no_gso) &&
-		    !uroce_faults_on(net->faults, true)) {
+		    !uroce_faults_on(net->faults, true) && !roce_gid_is_multicast(f->dgid)) {
 			struct roce_ipudp w = g0;
 
 			/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
@@ -561,6 +604,13 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 		i += k;
 	}
 	return err;
+}
+
+int uroce_net_mcast_join(struct uroce_net *net, const uint8_t group[16], unsigned int ifindex,
+			 bool join)
+{
+	return uroce_mcast_join(net->mcast, &net->udp[roce_gid_is_v4(group) ? V4 : V6], group,
+				ifindex, join);
 }
 
 int uroce_net_poll(struct uroce_net *net)

@@ -43,6 +43,12 @@ struct uroce_rx {
 	size_t len;
 	uint64_t now;               /* uroce_now() when the batch was taken */
 	enum roce_icrc_result icrc; /* the ICRC check, done before the capture */
+	/*
+	 * A multicast datagram a process of this host sent, handed to the host's members through
+	 * the rendezvous rather than received from a wire: the QP that sent it (DETH source QP,
+	 * unique on the host) is not one of its receivers.
+	 */
+	bool host_sent;
 };
 
 struct uroce_net_ops {
@@ -115,6 +121,16 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
  */
 int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
 			 const uint16_t *lens, unsigned int n);
+
+/*
+ * Multicast (fabric/mcast.h): a QP of this process joins (@join) or leaves @group on interface
+ * @ifindex. Datagrams sent to a group reach this host's members through the rendezvous and
+ * other hosts' by IP multicast (the membership taken here lets the host receive theirs).
+ * Returns 0, or the errno of taking the IP membership (reported at info level; the host's own
+ * members are reached all the same), ENOMEM.
+ */
+int uroce_net_mcast_join(struct uroce_net *net, const uint8_t group[16], unsigned int ifindex,
+			 bool join);
 
 /*
  * From an application thread that found nothing to do, e.g. an empty CQ: receive here rather

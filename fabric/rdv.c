@@ -418,6 +418,8 @@ static void hub_claim(struct uroce_rdv *r, struct conn *c, uint32_t block)
 	conn_send(c, &m, sizeof(m));
 }
 
+static void hub_mcast(struct uroce_rdv *r, struct conn *from, size_t n);
+
 static void hub_message(struct uroce_rdv *r, struct conn *c, size_t n)
 {
 	const struct rdv_hdr *h = (const struct rdv_hdr *)r->buf;
@@ -455,6 +457,12 @@ static void hub_message(struct uroce_rdv *r, struct conn *c, size_t n)
 			protocol_error(c, "a short CLAIM");
 		else
 			hub_claim(r, c, ((const struct rdv_block_msg *)r->buf)->block);
+		break;
+	case RDV_MCAST:
+		if (n < sizeof(struct rdv_frame) + ROCE_BTH_LEN)
+			protocol_error(c, "a short MCAST");
+		else
+			hub_mcast(r, c, n);
 		break;
 	default:
 		protocol_error(c, "a record of an unknown type");
@@ -522,16 +530,27 @@ static void on_accept(void *arg)
 	reap(r);
 }
 
-static void forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *rx)
+/* The header of a datagram @rx handed on as a record of @type. */
+static struct rdv_frame frame_of(enum rdv_type type, const struct uroce_rx *rx)
 {
 	struct rdv_frame f = {
-		.hdr = hdr(RDV_FRAME),
+		.hdr = hdr(type),
 		.sport = rx->ip.sport,
 		.dport = rx->ip.dport,
 		.tos = rx->ip.tos,
 		.ttl = rx->ip.ttl,
+		.flags = rx->host_sent ? RDV_FRAME_LOCAL : 0,
 		.flow_label = rx->ip.flow_label,
 	};
+
+	memcpy(f.sgid, rx->ip.sgid, 16);
+	memcpy(f.dgid, rx->ip.dgid, 16);
+	return f;
+}
+
+static void forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *rx)
+{
+	struct rdv_frame f = frame_of(RDV_FRAME, rx);
 	struct iovec iov[2] = {
 		{.iov_base = &f, .iov_len = sizeof(f)},
 		{.iov_base = (void *)rx->roce, .iov_len = rx->len},
@@ -539,8 +558,6 @@ static void forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *
 
 	if (c->dead)
 		return;
-	memcpy(f.sgid, rx->ip.sgid, 16);
-	memcpy(f.dgid, rx->ip.dgid, 16);
 	/* Never wait: a process that does not read its socket loses datagrams, as on a wire. */
 	if (send_record(c->fd, iov, 2, false))
 		atomic_fetch_add(&r->forward_lost, 1);
@@ -579,6 +596,57 @@ enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx 
 	return UROCE_RDV_UNKNOWN;
 }
 
+void uroce_rdv_mcast_sent(struct uroce_rdv *r, const struct uroce_rx *rx)
+{
+	struct rdv_frame f;
+	struct iovec iov[2];
+
+	if (r->hub) {
+		for (struct conn *c = r->conns; c; c = c->next)
+			if (c->token)
+				forward(r, c, rx);
+		return;
+	}
+	f = frame_of(RDV_MCAST, rx);
+	iov[0] = (struct iovec){.iov_base = &f, .iov_len = sizeof(f)};
+	iov[1] = (struct iovec){.iov_base = (void *)rx->roce, .iov_len = rx->len};
+	/* As forward(): never wait; a full hub loses it, as a switch would. */
+	if (!r->up || send_record(r->up->fd, iov, 2, false))
+		atomic_fetch_add(&r->forward_lost, 1);
+}
+
+/* The datagram in r->buf (@n bytes, struct rdv_frame first) as a struct uroce_rx. */
+static struct uroce_rx rx_of_frame(struct uroce_rdv *r, size_t n)
+{
+	const struct rdv_frame *f = (const struct rdv_frame *)r->buf;
+	struct uroce_rx rx = {.now = uroce_now()};
+
+	rx.ip.sport = f->sport;
+	rx.ip.dport = f->dport;
+	rx.ip.tos = f->tos;
+	rx.ip.ttl = f->ttl;
+	rx.ip.flow_label = f->flow_label;
+	memcpy(rx.ip.sgid, f->sgid, 16);
+	memcpy(rx.ip.dgid, f->dgid, 16);
+	rx.ip.ip_frag = roce_ipudp_is_v4(&rx.ip) ? ROCE_IPV4_DF : 0;
+	rx.roce = r->buf + sizeof(*f);
+	rx.len = n - sizeof(*f);
+	rx.host_sent = f->flags & RDV_FRAME_LOCAL;
+	return rx;
+}
+
+/* Hub: a multicast datagram process @from sent: to this process and every other. */
+static void hub_mcast(struct uroce_rdv *r, struct conn *from, size_t n)
+{
+	struct uroce_rx rx = rx_of_frame(r, n);
+
+	rx.host_sent = true;
+	for (struct conn *c = r->conns; c; c = c->next)
+		if (c != from && c->token)
+			forward(r, c, &rx);
+	r->ops->forwarded(r->arg, &rx);
+}
+
 /* Process side. */
 
 /* The hub says @block is @token's, whose own UDP ports are @ports. */
@@ -600,19 +668,8 @@ static void take(struct uroce_rdv *r, uint32_t block, uint64_t token, const uint
 
 static void process_frame(struct uroce_rdv *r, size_t n)
 {
-	const struct rdv_frame *f = (const struct rdv_frame *)r->buf;
-	struct uroce_rx rx = {.now = uroce_now()};
+	struct uroce_rx rx = rx_of_frame(r, n);
 
-	rx.ip.sport = f->sport;
-	rx.ip.dport = f->dport;
-	rx.ip.tos = f->tos;
-	rx.ip.ttl = f->ttl;
-	rx.ip.flow_label = f->flow_label;
-	memcpy(rx.ip.sgid, f->sgid, 16);
-	memcpy(rx.ip.dgid, f->dgid, 16);
-	rx.ip.ip_frag = roce_ipudp_is_v4(&rx.ip) ? ROCE_IPV4_DF : 0;
-	rx.roce = r->buf + sizeof(*f);
-	rx.len = n - sizeof(*f);
 	r->ops->forwarded(r->arg, &rx);
 }
 

@@ -32,7 +32,12 @@
  *           is in one of the process's blocks, with the addresses and IP values it arrived with
  *           (the ICRC covers them); or a datagram to QP 1 or 0xFFFFFF, which go to every process
  *           (IBA 9.2: multicast; QP 1: CM MADs, routed by the CM later). Sent without blocking: a
- *           process whose socket buffer is full loses the datagram, as on a wire.
+ *           process whose socket buffer is full loses the datagram, as on a wire. Flag LOCAL:
+ *           a multicast datagram a process of this host sent (uroce_rdv_mcast_sent).
+ *   MCAST   process -> hub: a multicast datagram the process sent; the hub hands it to itself
+ *           and, as FRAME with LOCAL, to every other process. (IP multicast with loopback
+ *           would do it where the interface has a multicast route; a loopback-only namespace
+ *           has none.)
  * The hub serves its own requests from the same table, and delivers its own datagrams directly.
  *
  * The hub leaving forwards what its port has queued before it closes the port.
@@ -92,6 +97,13 @@ int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, const uint16_t own_por
  * a datagram where nobody reads it, lost as on a wire.
  */
 uint16_t uroce_rdv_direct_port(const struct uroce_rdv *r, uint32_t qpn, bool v6);
+
+/*
+ * This process sent the multicast datagram @rx (its own copy already delivered): hand it to the
+ * host's other processes (hub: FRAME to each; else MCAST to the hub), without waiting. In a
+ * callback (the receive lock held: uroce_progress_on_thread).
+ */
+void uroce_rdv_mcast_sent(struct uroce_rdv *r, const struct uroce_rx *rx);
 
 /*
  * Close the rendezvous sockets (the others see EOF: a hub's leaving starts a takeover) and free

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define RDV_MAGIC   0x76645275u /* "uRdv" in memory on a little-endian host */
-#define RDV_VERSION 2u
+#define RDV_VERSION 3u
 
 enum rdv_type {
 	RDV_HELLO = 1, /* process -> hub: struct rdv_hello, first message */
@@ -25,6 +25,7 @@ enum rdv_type {
 	RDV_CLAIM,   /* process -> new hub: struct rdv_block_msg, a block it already owns */
 	RDV_CLAIMED, /* hub -> process: struct rdv_block_msg, whether the claim was honoured */
 	RDV_FRAME,   /* hub -> owner: struct rdv_frame and the UDP payload */
+	RDV_MCAST,   /* process -> hub: struct rdv_frame and a multicast datagram it sent */
 };
 
 struct rdv_hdr {
@@ -76,9 +77,12 @@ struct rdv_frame {
 	uint16_t dport;
 	uint8_t tos;
 	uint8_t ttl;
-	uint16_t pad;
+	uint16_t flags; /* RDV_FRAME_LOCAL */
 	uint32_t flow_label;
-	uint32_t pad2;
+	uint32_t pad;
 };
+
+/* A multicast datagram a process of this host sent (not one received from the network). */
+#define RDV_FRAME_LOCAL 1u
 
 #endif

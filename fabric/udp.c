@@ -47,6 +47,9 @@ static int set_options_v4(int fd)
 		err = set_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
 	if (!err)
 		err = set_int(fd, IPPROTO_IP, IP_RECVTTL, 1);
+	/* This host's members get multicast through the rendezvous (net.c), not a second copy. */
+	if (!err)
+		err = set_int(fd, IPPROTO_IP, IP_MULTICAST_LOOP, 0);
 	return err;
 }
 
@@ -69,6 +72,8 @@ static int set_options_v6(int fd)
 	/* PROTOCOL.md §1.4: rxe sends IPv6 with a zero UDP checksum. */
 	if (!err)
 		err = set_int(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+	if (!err)
+		err = set_int(fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 0);
 	return err;
 }
 
@@ -163,9 +168,18 @@ static bool is_link_local(const uint8_t gid[16])
 	return gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80;
 }
 
+/* Whether interface address @sa is @gid (IPv4-mapped for an IPv4 address). */
+static bool addr_is(const struct sockaddr *sa, const uint8_t gid[16])
+{
+	if (sa->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, gid, 16);
+	return sa->sa_family == AF_INET && roce_gid_is_v4(gid) &&
+	       !memcmp(&((const struct sockaddr_in *)sa)->sin_addr, gid + 12, 4);
+}
+
 /*
- * The interface index of the local IPv6 address @gid, or 0. Link-local addresses are looked up
- * once (getifaddrs) and remembered: a process uses few of them.
+ * The interface index of the local address @gid, or 0. Looked up once (getifaddrs) and
+ * remembered: a process sends from few link-local or multicast sources.
  */
 static unsigned int ifindex_of(const uint8_t gid[16])
 {
@@ -184,8 +198,7 @@ static unsigned int ifindex_of(const uint8_t gid[16])
 			idx = cache[k].ifindex;
 	if (!idx && !getifaddrs(&ifs)) {
 		for (i = ifs; i && !idx; i = i->ifa_next)
-			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 &&
-			    !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, gid, 16))
+			if (i->ifa_addr && addr_is(i->ifa_addr, gid))
 				idx = if_nametoindex(i->ifa_name);
 		freeifaddrs(ifs);
 		if (idx) {
@@ -240,6 +253,9 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 		memcpy(&sin->sin_addr, f->dgid + 12, 4);
 		msg.msg_namelen = sizeof(*sin);
 		memcpy(&pi.ipi_spec_dst, f->sgid + 12, 4);
+		/* Multicast leaves through the source address's interface only. */
+		if (roce_gid_is_multicast(f->dgid))
+			pi.ipi_ifindex = (int)ifindex_of(f->sgid);
 		put_cmsg(&msg, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 		put_cmsg(&msg, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
 		put_cmsg(&msg, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
@@ -253,8 +269,8 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 		memcpy(&sin6->sin6_addr, f->dgid, 16);
 		msg.msg_namelen = sizeof(*sin6);
 		memcpy(&pi.ipi6_addr, f->sgid, 16);
-		/* A link-local destination is reached through the source address's interface. */
-		if (is_link_local(f->dgid)) {
+		/* A link-local or multicast destination: through the source address's interface. */
+		if (is_link_local(f->dgid) || roce_gid_is_multicast(f->dgid)) {
 			sin6->sin6_scope_id = ifindex_of(f->sgid);
 			pi.ipi6_ifindex = sin6->sin6_scope_id;
 		}
@@ -274,6 +290,27 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 	if ((err == ENETUNREACH || err == EINVAL) && !is_local(s->family, f->sgid))
 		return EADDRNOTAVAIL;
 	return err;
+}
+
+int uroce_udp_join(const struct uroce_udp *s, const uint8_t group[16], unsigned int ifindex,
+		   bool join)
+{
+	if (s->family == AF_INET) {
+		struct ip_mreqn m = {.imr_ifindex = (int)ifindex};
+
+		memcpy(&m.imr_multiaddr, group + 12, 4);
+		return setsockopt(s->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP,
+				  &m, sizeof(m))
+			       ? errno
+			       : 0;
+	}
+	struct ipv6_mreq m6 = {.ipv6mr_interface = ifindex};
+
+	memcpy(&m6.ipv6mr_multiaddr, group, 16);
+	return setsockopt(s->fd, IPPROTO_IPV6, join ? IPV6_JOIN_GROUP : IPV6_LEAVE_GROUP, &m6,
+			  sizeof(m6))
+		       ? errno
+		       : 0;
 }
 
 int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,

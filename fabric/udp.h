@@ -20,6 +20,7 @@
 #ifndef UROCE_FABRIC_UDP_H
 #define UROCE_FABRIC_UDP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -59,6 +60,15 @@ void uroce_udp_close(struct uroce_udp *s);
  */
 int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
 		   size_t len);
+
+/*
+ * Join (or leave) the multicast @group (a GID of @s's family) on interface @ifindex. With
+ * IP_MULTICAST_ALL (Linux's default) every socket of the host bound to the port a group's
+ * datagrams go to receives them once one socket has joined. Returns 0 or setsockopt's errno
+ * (ENODEV: no such interface; EADDRNOTAVAIL: not a member, or no multicast there).
+ */
+int uroce_udp_join(const struct uroce_udp *s, const uint8_t group[16], unsigned int ifindex,
+		   bool join);
 
 /* The most one GSO send may carry: bytes of UDP payload, and datagrams (UDP_MAX_SEGMENTS). */
 #define UROCE_UDP_GSO_MAX  65000u

@@ -2,7 +2,7 @@
 #
 # Unit tests are built against the system's <infiniband/verbs.h> and linked against OUR
 # library (target uroce_ibverbs), so the inline wrappers and layouts are rdma-core's.
-foreach(_t device mr cq qp xrc port_events fork progress)
+foreach(_t device mr cq qp xrc port_events fork progress mcast)
   uroce_test(test_shim_${_t} SOURCES test_shim_${_t}.c LIBS uroce_ibverbs Threads::Threads
              LABELS shim)
   set_tests_properties(test_shim_${_t} PROPERTIES TIMEOUT 60)

@@ -20,6 +20,11 @@ bool roce_gid_is_v4(const uint8_t gid[16])
 	return memcmp(gid, v4_mapped_prefix, sizeof(v4_mapped_prefix)) == 0;
 }
 
+bool roce_gid_is_multicast(const uint8_t gid[16])
+{
+	return gid[0] == 0xff || (roce_gid_is_v4(gid) && (gid[12] & 0xf0) == 0xe0);
+}
+
 void roce_gid_from_v4(uint8_t gid[16], const uint8_t addr[4])
 {
 	memcpy(gid, v4_mapped_prefix, sizeof(v4_mapped_prefix));

@@ -43,6 +43,9 @@ struct roce_ipudp {
 /* True if @gid is an IPv4-mapped GID (::ffff:a.b.c.d). */
 bool roce_gid_is_v4(const uint8_t gid[16]);
 
+/* True if @gid is a multicast address: IPv6 ff00::/8 or IPv4-mapped 224.0.0.0/4. */
+bool roce_gid_is_multicast(const uint8_t gid[16]);
+
 /* Make the IPv4-mapped GID of an IPv4 address given in network order. */
 void roce_gid_from_v4(uint8_t gid[16], const uint8_t addr[4]);
 

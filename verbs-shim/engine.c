@@ -21,7 +21,9 @@
 #include "fabric/log.h"
 #include "fabric/net.h"
 #include "verbs-shim/async.h"
+#include "verbs-shim/caps.h"
 #include "verbs-shim/cq.h"
+#include "verbs-shim/mcast.h"
 #include "verbs-shim/mr.h"
 #include "verbs-shim/ops.h"
 #include "verbs-shim/qp.h"
@@ -36,7 +38,7 @@ static struct {
 	atomic_uint_least64_t malformed;   /* roce_decode refused it */
 	atomic_uint_least64_t bad_icrc;    /* no IPv4 ID makes the ICRC match */
 	atomic_uint_least64_t no_qp;       /* DestQP not (or no longer) a QP of this process */
-	atomic_uint_least64_t unsupported; /* QP 1 (CM) and multicast: not handled yet */
+	atomic_uint_least64_t unsupported; /* QP 1 (CM): not handled yet */
 } drops;
 
 /* The transport counters of the QPs destroyed so far (struct roce_qp_counters), summed. */
@@ -274,11 +276,55 @@ static bool is_pending(uint32_t qpn)
 	return false;
 }
 
+/* Hand @pkt to QP @qpn. Returns false if there is no such QP. */
+static bool deliver_to(uint32_t qpn, const struct roce_pkt *pkt, const struct roce_ipudp *ip,
+		       uint64_t now)
+{
+	struct uroce_qp *qp;
+
+	uroce_qpn_map_read_lock();
+	qp = uroce_qpn_map_find(qpn);
+	if (!qp) {
+		uroce_qpn_map_read_unlock();
+		return false;
+	}
+	pthread_mutex_lock(&qp->lock);
+	/* An earlier packet's NAK leaves before this one can replace it (qp.h). */
+	if (roce_qp_nak_due(&qp->core))
+		drain(qp, now);
+	roce_qp_read_pkt(&qp->core, pkt, ip, now);
+	pending.now = now;
+	if (!is_pending(qpn)) {
+		if (pending.n < sizeof(pending.qpn) / sizeof(pending.qpn[0]))
+			pending.qpn[pending.n++] = qpn;
+		else
+			drain(qp, now); /* too many QPs in one batch: this one now */
+	}
+	pthread_mutex_unlock(&qp->lock);
+	uroce_qpn_map_read_unlock();
+	return true;
+}
+
+/*
+ * A datagram sent to a multicast group (DestQP 0xFFFFFF): to each QP of this process attached
+ * to the group its IP destination names (IBA 10.5.2.3), but not to the QP that sent it.
+ */
+static void deliver_mcast(const struct roce_pkt *pkt, const struct uroce_rx *rx)
+{
+	uint32_t qpn[UROCE_MAX_MCAST_QP_ATTACH];
+	unsigned int n = uroce_mcast_members(rx->ip.dgid, qpn, UROCE_MAX_MCAST_QP_ATTACH);
+	unsigned int got = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (!(rx->host_sent && qpn[i] == pkt->deth.src_qpn))
+			got += deliver_to(qpn[i], pkt, &rx->ip, rx->now);
+	if (!got)
+		atomic_fetch_add(&drops.no_qp, 1);
+}
+
 static void on_recv(void *arg, const struct uroce_rx *rx)
 {
-	struct roce_ipudp ip = rx->ip;
 	struct roce_pkt pkt;
-	struct uroce_qp *qp;
 
 	(void)arg;
 	if (roce_decode(rx->roce, rx->len, &pkt) != ROCE_OK) {
@@ -289,31 +335,16 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&drops.bad_icrc, 1);
 		return;
 	}
-	if (pkt.bth.dqpn == ROCE_GSI_QPN || pkt.bth.dqpn == ROCE_MCAST_QPN) {
+	if (pkt.bth.dqpn == ROCE_GSI_QPN) {
 		atomic_fetch_add(&drops.unsupported, 1);
 		return;
 	}
-	uroce_qpn_map_read_lock();
-	qp = uroce_qpn_map_find(pkt.bth.dqpn);
-	if (!qp) {
-		uroce_qpn_map_read_unlock();
-		atomic_fetch_add(&drops.no_qp, 1);
+	if (pkt.bth.dqpn == ROCE_MCAST_QPN) {
+		deliver_mcast(&pkt, rx);
 		return;
 	}
-	pthread_mutex_lock(&qp->lock);
-	/* An earlier packet's NAK leaves before this one can replace it (qp.h). */
-	if (roce_qp_nak_due(&qp->core))
-		drain(qp, rx->now);
-	roce_qp_read_pkt(&qp->core, &pkt, &ip, rx->now);
-	pending.now = rx->now;
-	if (!is_pending(pkt.bth.dqpn)) {
-		if (pending.n < sizeof(pending.qpn) / sizeof(pending.qpn[0]))
-			pending.qpn[pending.n++] = pkt.bth.dqpn;
-		else
-			drain(qp, rx->now); /* too many QPs in one batch: this one now */
-	}
-	pthread_mutex_unlock(&qp->lock);
-	uroce_qpn_map_read_unlock();
+	if (!deliver_to(pkt.bth.dqpn, &pkt, &rx->ip, rx->now))
+		atomic_fetch_add(&drops.no_qp, 1);
 }
 
 /* The batch is over: each QP that took packets sends what it has ready. */
@@ -586,6 +617,12 @@ int uroce_engine_poll(void)
 	return uroce_net_poll(net);
 }
 
+void uroce_engine_mcast(struct uroce_qp *qp, const union ibv_gid *group, bool join)
+{
+	/* The QP exists: so does the engine. An error is logged there (net.h). */
+	uroce_net_mcast_join(net, group->raw, qp->ctx->dev->ifindex, join);
+}
+
 void uroce_engine_unpoll(void)
 {
 	if (atomic_load_explicit(&net_ready, memory_order_acquire)) {
@@ -606,7 +643,8 @@ void uroce_qp_destroying(struct uroce_qp *qp)
 {
 	uint32_t qpn = qp->qpx.qp_base.qp_num;
 
-	uroce_qp_kick(qp);         /* as in uroce_qp_modified */
+	uroce_qp_kick(qp); /* as in uroce_qp_modified */
+	uroce_mcast_detach_all(qp);
 	uroce_qpn_map_remove(qpn); /* waits for a packet being handled */
 	uroce_timer_cancel(net, &qp->timer);
 	atomic_fetch_add(&qp_totals.retransmits, qp->core.counters.retransmits);

@@ -18,6 +18,7 @@
 #define UROCE_VERBS_SHIM_ENGINE_H
 
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct uroce_qp;
@@ -54,6 +55,12 @@ void uroce_qp_destroying(struct uroce_qp *qp);
  * engine's progress thread receives (or none runs yet): the caller should give the CPU away.
  */
 int uroce_engine_poll(void);
+
+/*
+ * @qp joined (@join) or left multicast @group: the first join of a group on the QP's interface
+ * takes the IP membership there, the last leave drops it (uroce_net_mcast_join).
+ */
+void uroce_engine_mcast(struct uroce_qp *qp, const union ibv_gid *group, bool join);
 
 /* A CQ was armed for an event: the thread will sleep, the progress thread must receive. */
 void uroce_engine_unpoll(void);

@@ -111,7 +111,7 @@ struct uroce_qp {
 	struct uroce_srq *srq;
 	struct uroce_xrc_domain *xrc; /* XRC_RECV: its domain (no PD, CQs or queues of its own) */
 	struct uroce_srq *xrc_cur;    /* XRC_RECV, under lock: the SRQ the current request names */
-	pthread_mutex_t lock;         /* attr, sq, rq, mcast, wr_* building */
+	pthread_mutex_t lock;         /* attr, sq, rq, wr_* building */
 	/*
 	 * The current attributes (attr.qp_state mirrors qpx.qp_base.state): what the data path
 	 * reads: ah_attr (destination GID, source GID index, hop limit, traffic class, flow
@@ -130,9 +130,7 @@ struct uroce_qp {
 	struct uroce_timer timer; /* fires at the core's next deadline */
 	bool timer_armed;         /* under lock: the timer is armed for timer_deadline */
 	uint64_t timer_deadline;
-	uint32_t posts_held;  /* under lock: posts whose packets wait for a flush (engine.c) */
-	union ibv_gid *mcast; /* attached multicast groups */
-	uint32_t nmcast;
+	uint32_t posts_held; /* under lock: posts whose packets wait for a flush (engine.c) */
 	uint32_t async_events_reported; /* under qpx.qp_base.mutex */
 };
 

@@ -118,7 +118,6 @@ static void qp_free(struct uroce_qp *qp)
 {
 	roce_wq_free(&qp->sq);
 	roce_wq_free(&qp->rq);
-	free(qp->mcast);
 	free(qp);
 }
 

@@ -13,10 +13,12 @@ if [[ $sanitizer == thread ]]; then
 fi
 export UROCE_UDP_PORT=$((port + 10000))
 dir=$(mktemp -d)
-trap 'kill -9 $holder $server 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill -9 $holder 2>/dev/null; kill $server 2>/dev/null; rm -rf "$dir"' EXIT  # timeout(1) passes TERM on
 
 # The holder: an rc_pingpong server, which creates its QP and then waits for a client forever.
-timeout 120 "$run" ibv_rc_pingpong -d uroce_lo -g 0 -p $((port + 1)) >/dev/null 2>&1 &
+# Not under timeout(1): killing that would leave the holder alive (uroce-run execs the program,
+# so $! is the holder itself); the EXIT trap ends it.
+"$run" ibv_rc_pingpong -d uroce_lo -g 0 -p $((port + 1)) >/dev/null 2>&1 &
 holder=$!
 disown $holder # its death is the point: no "Killed" message from this shell
 for ((i = 0; i < 100; i++)); do
