@@ -26,7 +26,12 @@ set(_two_hosts
   "udll|6ll|bytes|-|ibv_ud_pingpong -n 50 -s 512 -c"
   "capll|6ll|bytes|CAPTURE=1|ibv_rc_pingpong -n 10 -s 8192 -c"
   "sbwfault|4|perftest|FAULTS=loss=0.03,reorder=0.02,dup=0.01,corrupt=0.01,dir=both|ib_send_bw -n 150"
+  "mcast|4|bytes|-|$<TARGET_FILE:mcast_peer> -n 200"
+  "mcast6|6|bytes|CAPTURE=1|$<TARGET_FILE:mcast_peer> -n 200"
 )
+# UD multicast between the hosts (IP multicast over the veth): netns/mcast_peer.c.
+add_executable(mcast_peer netns/mcast_peer.c)
+target_link_libraries(mcast_peer PRIVATE uroce_ibverbs)
 foreach(_entry IN LISTS _two_hosts)
   string(REPLACE "|" ";" _f "${_entry}")
   list(GET _f 0 _name)
