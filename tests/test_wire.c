@@ -456,20 +456,9 @@ Test(wire, reference_frames_every_truncation)
 /* Call @fn on every frame of a capture; returns the frame count. */
 static int for_each_frame(const char *path, void (*fn)(const uint8_t *, size_t, void *), void *arg)
 {
-	char errbuf[PCAP_ERRBUF_SIZE];
-	pcap_t *pc = pcap_open_offline(path, errbuf);
-	cr_assert_not_null(pc, "%s: %s", path, errbuf);
-	cr_assert_eq(pcap_datalink(pc), DLT_EN10MB, "%s: not Ethernet", path);
-	struct pcap_pkthdr *h;
-	const u_char *data;
-	int n = 0, rc;
-	while ((rc = pcap_next_ex(pc, &h, &data)) == 1) {
-		cr_assert_eq(h->caplen, h->len, "%s: frame %d cut by the capture", path, n + 1);
-		fn(data, h->caplen, arg);
-		n++;
-	}
-	cr_assert_eq(rc, PCAP_ERROR_BREAK, "%s: %s", path, pcap_geterr(pc));
-	pcap_close(pc);
+	int n = test_for_each_frame(path, fn, arg);
+
+	cr_assert_geq(n, 0, "%s: not a whole Ethernet capture (see stderr)", path);
 	return n;
 }
 

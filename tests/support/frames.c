@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "frames.h"
 
+#include <pcap/pcap.h>
+#include <stdio.h>
+
 enum { ETH_LEN = 14, IPV4_LEN = 20, IPV6_LEN = 40, UDP_LEN = 8, UDP_PROTO = 17 };
 
 const uint8_t *test_roce_of_frame(const uint8_t *frame, size_t len, size_t *roce_len)
@@ -28,4 +31,39 @@ const uint8_t *test_roce_of_frame(const uint8_t *frame, size_t len, size_t *roce
 		return NULL;
 	*roce_len = udp_len - UDP_LEN;
 	return udp + UDP_LEN;
+}
+
+int test_for_each_frame(const char *path, void (*fn)(const uint8_t *frame, size_t len, void *arg),
+			void *arg)
+{
+	char errbuf[PCAP_ERRBUF_SIZE];
+	pcap_t *pc = pcap_open_offline(path, errbuf);
+	struct pcap_pkthdr *h;
+	const u_char *data;
+	int n = 0, rc;
+
+	if (!pc) {
+		fprintf(stderr, "%s: %s\n", path, errbuf);
+		return -1;
+	}
+	if (pcap_datalink(pc) != DLT_EN10MB) {
+		fprintf(stderr, "%s: not Ethernet\n", path);
+		pcap_close(pc);
+		return -1;
+	}
+	while ((rc = pcap_next_ex(pc, &h, &data)) == 1) {
+		if (h->caplen != h->len) {
+			fprintf(stderr, "%s: frame %d cut by the capture\n", path, n + 1);
+			pcap_close(pc);
+			return -1;
+		}
+		fn(data, h->caplen, arg);
+		n++;
+	}
+	if (rc != PCAP_ERROR_BREAK) {
+		fprintf(stderr, "%s: %s\n", path, pcap_geterr(pc));
+		n = -1;
+	}
+	pcap_close(pc);
+	return n;
 }

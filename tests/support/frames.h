@@ -20,4 +20,12 @@
  */
 const uint8_t *test_roce_of_frame(const uint8_t *frame, size_t len, size_t *roce_len);
 
+/*
+ * Call @fn(frame, length, @arg) on every frame of the pcap file @path, in order. Returns the
+ * frame count, or -1 (reason on stderr) if the file does not open, is not Ethernet, holds a
+ * frame the capture cut short, or ends in a read error. Link libpcap to use it.
+ */
+int test_for_each_frame(const char *path, void (*fn)(const uint8_t *frame, size_t len, void *arg),
+			void *arg);
+
 #endif

@@ -1,0 +1,2 @@
+# cm/wire: the CM MAD codec, against the reference frames and the kernel's rdma_cm captures.
+uroce_test(test_cm_wire SOURCES test_cm_wire.c LIBS uroce_cm uroce_test_support LABELS cm)
