@@ -1,2 +1,4 @@
 # cm/wire: the CM MAD codec, against the reference frames and the kernel's rdma_cm captures.
 uroce_test(test_cm_wire SOURCES test_cm_wire.c LIBS uroce_cm uroce_test_support LABELS cm)
+# cm/ib_cm: one connection's state machine in virtual time, over a lossy wire.
+uroce_test(test_cm_conn SOURCES test_cm_conn.c LIBS uroce_cm LABELS cm)
