@@ -8,16 +8,24 @@ foreach(_t device mr cq qp xrc port_events fork progress mcast)
   set_tests_properties(test_shim_${_t} PROPERTIES TIMEOUT 60)
 endforeach()
 
+# librdmacm.so.1: what is built so far.
+uroce_test(test_rdmacm_basics SOURCES test_rdmacm_basics.c LIBS uroce_rdmacm uroce_ibverbs
+           LABELS shim)
+
 # Every libibverbs symbol imported by rdma-core's programs, pyverbs and providers - and every
 # default symbol of the installed libibverbs - is exported by ours at the same version.
 add_test(NAME shim_symbols
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/check-symbols.sh $<TARGET_FILE:uroce_ibverbs>
-          ${UROCE_SYSTEM_IBVERBS})
+          ${UROCE_SYSTEM_IBVERBS} IBVERBS)
+# Likewise librdmacm.so.1: every RDMACM_* symbol of the installed library and of its users.
+add_test(NAME shim_symbols_rdmacm
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/check-symbols.sh $<TARGET_FILE:uroce_rdmacm>
+          ${UROCE_SYSTEM_RDMACM} RDMACM)
 # Unmodified rdma-core programs on uroce through uroce-run.
 add_test(NAME shim_programs
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/run-programs.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
           "${UROCE_SANITIZE}")
-set_tests_properties(shim_symbols shim_programs PROPERTIES LABELS "shim;integration" TIMEOUT 120
+set_tests_properties(shim_symbols shim_symbols_rdmacm shim_programs PROPERTIES LABELS "shim;integration" TIMEOUT 120
                      SKIP_RETURN_CODE 77)
 # A thread cancelled inside a cancellation point trips a false stack-buffer-underflow in ASan's
 # sigaltstack interceptor (google/sanitizers#1399); shim_cq cancels one on purpose.

@@ -1,34 +1,35 @@
 #!/usr/bin/env bash
-# Symbol check of uroce's libibverbs.so.1 (ABI.md §1): programs are linked BIND_NOW, so every
-# symbol they import must exist at its exact version node when they load.
-#  1. every default (@@) symbol of the installed libibverbs is exported by ours, same node;
-#  2. every IBVERBS_* symbol imported by the binaries of ibverbs-utils, rdmacm-utils, perftest,
+# Symbol check of one of uroce's drop-in libraries (ABI.md §1): programs are linked BIND_NOW, so
+# every symbol they import must exist at its exact version node when they load.
+#  1. every default (@@) symbol of the installed library is exported by ours, same node;
+#  2. every PREFIX_* symbol imported by the binaries of ibverbs-utils, rdmacm-utils, perftest,
 #     python3-pyverbs, ibverbs-providers and librdmacm1 is exported by ours at that node.
 # Fails listing what is missing.
-# Usage: check-symbols.sh OUR_LIBIBVERBS SYSTEM_LIBIBVERBS
+# Usage: check-symbols.sh OUR_LIBRARY SYSTEM_LIBRARY PREFIX     (PREFIX: IBVERBS or RDMACM)
 set -euo pipefail
 
 ours=$1
 system=$2
+prefix=$3
 packages="ibverbs-utils rdmacm-utils perftest python3-pyverbs ibverbs-providers librdmacm1"
 fail=0
 
 # "NODE SYMBOL" for each default version a library defines.
 defined() {
-	objdump -T "$1" | awk 'NF >= 7 && $(NF - 1) ~ /^IBVERBS_/ && $0 !~ /\*UND\*/ &&
+	objdump -T "$1" | awk -v p="^${prefix}_" 'NF >= 7 && $(NF - 1) ~ p && $0 !~ /\*UND\*/ &&
 		$NF != $(NF - 1) { print $(NF - 1), $NF }' | sort -u
 }
 
-# "NODE SYMBOL" for each versioned libibverbs symbol an object imports.
+# "NODE SYMBOL" for each versioned symbol of the library an object imports.
 imported() {
 	objdump -T "$1" 2>/dev/null |
-		awk '/\*UND\*/ && $(NF - 1) ~ /^\(?IBVERBS_/ { v = $(NF - 1); gsub(/[()]/, "", v);
-			print v, $NF }' | sort -u
+		awk -v p="^\\(?${prefix}_" '/\*UND\*/ && $(NF - 1) ~ p { v = $(NF - 1);
+			gsub(/[()]/, "", v); print v, $NF }' | sort -u
 }
 
 exports=$(defined "$ours")
 if [[ -z $exports ]]; then
-	echo "check-symbols: $ours exports no IBVERBS_ symbol" >&2
+	echo "check-symbols: $ours exports no ${prefix}_ symbol" >&2
 	exit 1
 fi
 

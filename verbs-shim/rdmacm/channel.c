@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Event channels (rdma_create_event_channel(3), rdma_get_cm_event(3)): a queue of events and an
+ * eventfd counting them (EFD_SEMAPHORE: one read per event), so that an application can poll
+ * channel->fd, or make it non-blocking and get EAGAIN from rdma_get_cm_event, as with the
+ * kernel's rdma_cm file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "verbs-shim/export.h"
+#include "verbs-shim/rdmacm/cma.h"
+
+/* NULL with errno ENOMEM, or eventfd's errno (EMFILE, ...). */
+UROCE_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct cma_channel *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c)
+		return NULL;
+	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (c->ch.fd < 0) {
+		err = errno;
+		free(c);
+		errno = err;
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	c->tail = &c->head;
+	return &c->ch;
+}
+
+/* Events not yet taken are dropped; the ids reporting here must be gone (rdma-core's rule). */
+UROCE_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct cma_channel *c = to_channel(channel);
+
+	while (c->head) {
+		struct cma_event *e = c->head;
+
+		c->head = e->next;
+		free(e);
+	}
+	close(c->ch.fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/*
+ * 0 and *@event, or -1 with errno: EINVAL (NULL arguments), EAGAIN (the fd was made
+ * non-blocking and no event waits), EINTR.
+ */
+UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct cma_channel *c;
+	struct cma_event *e;
+	uint64_t v;
+
+	if (!channel || !event) {
+		errno = EINVAL;
+		return -1;
+	}
+	c = to_channel(channel);
+	if (read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
+		return -1; /* errno from read: EAGAIN, EINTR */
+	pthread_mutex_lock(&c->lock);
+	e = c->head;
+	c->head = e->next;
+	if (!c->head)
+		c->tail = &c->head;
+	pthread_mutex_unlock(&c->lock);
+	*event = &e->ev;
+	if (e->ev.id && to_cma_id(e->ev.id)->sync)
+		e->ev.id->event = &e->ev; /* the last event, for synchronous use (ABI.md §2) */
+	return 0;
+}
+
+/* 0, or -1 with errno EINVAL for NULL. */
+UROCE_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (event->id && event->id->event == event)
+		event->id->event = NULL;
+	free((struct cma_event *)event);
+	return 0;
+}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The rdma_cm calls not built yet (cma.h): each says so on stderr, naming itself, and
+ * fails with ENOSYS, so that a program stops with a clear message instead of misbehaving. They
+ * come with the IB CM on the fabric (issue "Connection manager"); docs/UNSUPPORTED.md lists them.
+ */
+#include <errno.h>
+#include <rdma/rdma_verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "verbs-shim/export.h"
+#include "verbs-shim/rdmacm/cma.h"
+
+int cma_not_yet(const char *call)
+{
+	fprintf(stderr,
+		"uroce: %s: not implemented yet (uroce's rdma_cm has event channels and ids so "
+		"far; connections come with the IB CM)\n",
+		call);
+	errno = ENOSYS;
+	return -1;
+}
+
+UROCE_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
+				struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+{
+	(void)id;
+	(void)res;
+	(void)pd;
+	(void)qp_init_attr;
+	return cma_not_yet("rdma_create_ep");
+}
+
+UROCE_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	(void)id;
+	(void)addr;
+	return cma_not_yet("rdma_bind_addr");
+}
+
+UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
+				   struct sockaddr *dst_addr, int timeout_ms)
+{
+	(void)id;
+	(void)src_addr;
+	(void)dst_addr;
+	(void)timeout_ms;
+	return cma_not_yet("rdma_resolve_addr");
+}
+
+UROCE_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	(void)id;
+	(void)timeout_ms;
+	return cma_not_yet("rdma_resolve_route");
+}
+
+UROCE_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+				struct ibv_qp_init_attr *qp_init_attr)
+{
+	(void)id;
+	(void)pd;
+	(void)qp_init_attr;
+	return cma_not_yet("rdma_create_qp");
+}
+
+UROCE_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)
+{
+	(void)id;
+	(void)qp_init_attr;
+	return cma_not_yet("rdma_create_qp_ex");
+}
+
+UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	(void)id;
+	(void)conn_param;
+	return cma_not_yet("rdma_connect");
+}
+
+UROCE_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+	(void)id;
+	return cma_not_yet("rdma_establish");
+}
+
+UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	(void)id;
+	(void)backlog;
+	return cma_not_yet("rdma_listen");
+}
+
+UROCE_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	(void)listen;
+	(void)id;
+	return cma_not_yet("rdma_get_request");
+}
+
+UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	(void)id;
+	(void)conn_param;
+	return cma_not_yet("rdma_accept");
+}
+
+UROCE_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			     uint8_t private_data_len)
+{
+	(void)id;
+	(void)private_data;
+	(void)private_data_len;
+	return cma_not_yet("rdma_reject");
+}
+
+UROCE_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+				 uint8_t private_data_len)
+{
+	(void)id;
+	(void)private_data;
+	(void)private_data_len;
+	return cma_not_yet("rdma_reject_ece");
+}
+
+UROCE_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	(void)id;
+	(void)event;
+	return cma_not_yet("rdma_notify");
+}
+
+UROCE_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
+{
+	(void)id;
+	return cma_not_yet("rdma_disconnect");
+}
+
+UROCE_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
+{
+	(void)id;
+	(void)addr;
+	(void)context;
+	return cma_not_yet("rdma_join_multicast");
+}
+
+UROCE_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	(void)id;
+	(void)addr;
+	return cma_not_yet("rdma_leave_multicast");
+}
+
+UROCE_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
+					struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)
+{
+	(void)id;
+	(void)mc_join_attr;
+	(void)context;
+	return cma_not_yet("rdma_join_multicast_ex");
+}
+
+UROCE_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+				 size_t optlen)
+{
+	(void)id;
+	(void)level;
+	(void)optname;
+	(void)optval;
+	(void)optlen;
+	return cma_not_yet("rdma_set_option");
+}
+
+UROCE_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
+				  const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	(void)node;
+	(void)service;
+	(void)hints;
+	(void)res;
+	return cma_not_yet("rdma_getaddrinfo");
+}
+
+UROCE_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
+				   int *qp_attr_mask)
+{
+	(void)id;
+	(void)qp_attr;
+	(void)qp_attr_mask;
+	return cma_not_yet("rdma_init_qp_attr");
+}
+
+UROCE_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id;
+	(void)ece;
+	return cma_not_yet("rdma_set_local_ece");
+}
+
+UROCE_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id;
+	(void)ece;
+	return cma_not_yet("rdma_get_remote_ece");
+}
+
+UROCE_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr)
+{
+	(void)id;
+	(void)pd;
+	(void)attr;
+	return cma_not_yet("rdma_create_srq");
+}
+
+UROCE_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	(void)id;
+	(void)attr;
+	return cma_not_yet("rdma_create_srq_ex");
+}
+
+/* What rdma_create_qp made (nothing yet): the QP, if any, is destroyed. */
+UROCE_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	if (id->qp)
+		ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+}
+
+UROCE_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (id->srq)
+		ibv_destroy_srq(id->srq);
+	id->srq = NULL;
+}
+
+UROCE_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+	rdma_destroy_qp(id);
+	rdma_destroy_srq(id);
+	rdma_destroy_id(id);
+}
+
+/* rdma_getaddrinfo returns none yet: only NULL can come back. */
+UROCE_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+	free(res);
+}
