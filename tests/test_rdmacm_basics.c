@@ -2,8 +2,9 @@
 /*
  * uroce's librdmacm.so.1 as far as it is built (verbs-shim/rdmacm/cma.h): event channels with
  * a pollable, optionally non-blocking fd; ids of each port space, synchronous ones with a
- * channel of their own, migration; device lists; event names; and the calls not built yet
- * failing with ENOSYS rather than pretending.
+ * channel of their own, migration; device lists; event names; binding (ports, EADDRINUSE,
+ * ENODEV) and address and route resolution, with events or synchronously; and the calls not
+ * built yet failing with ENOSYS rather than pretending.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -95,11 +96,115 @@ Test(rdmacm, calls_not_built_fail_with_enosys)
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 
 	cr_assert_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
-	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 1000), -1);
+	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
+	cr_assert_eq(rdma_connect(id, NULL), -1);
 	cr_assert_eq(errno, ENOSYS);
 	cr_assert_eq(rdma_listen(id, 1), -1);
 	cr_assert_eq(errno, ENOSYS);
 	cr_assert_eq(rdma_destroy_id(id), 0);
 	cr_assert_eq(rsocket(AF_INET, SOCK_STREAM, 0), -1);
 	cr_assert_eq(errno, ENOSYS);
+}
+
+static struct sockaddr_in lo4(uint16_t port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sin;
+}
+
+Test(rdmacm, bind_ports_and_devices)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *a, *b, *c, *u;
+	struct sockaddr_in sin = lo4(0), any = {.sin_family = AF_INET, .sin_port = htons(7471)};
+	struct sockaddr_in nowhere = {.sin_family = AF_INET};
+
+	cr_assert_eq(rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_create_id(ch, &b, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_create_id(ch, &u, NULL, RDMA_PS_UDP), 0);
+	cr_assert_eq(rdma_bind_addr(a, (struct sockaddr *)&sin), 0);
+	cr_assert_neq(rdma_get_src_port(a), 0, "port 0 takes an ephemeral port");
+	cr_assert_not_null(a->verbs);
+	cr_assert_str_eq(ibv_get_device_name(a->verbs->device), "uroce_lo");
+	cr_assert_eq(a->port_num, 1);
+	cr_assert_eq(rdma_bind_addr(a, (struct sockaddr *)&sin), -1, "bound twice");
+	cr_assert_eq(errno, EINVAL);
+	sin = lo4(ntohs(rdma_get_src_port(a)));
+	cr_assert_eq(rdma_bind_addr(b, (struct sockaddr *)&sin), -1);
+	cr_assert_eq(errno, EADDRINUSE);
+	cr_assert_eq(rdma_bind_addr(u, (struct sockaddr *)&sin), 0, "another port space");
+	cr_assert_eq(rdma_bind_addr(b, (struct sockaddr *)&any), 0, "a wildcard");
+	cr_assert_null(b->verbs, "a wildcard binds no device");
+	any.sin_addr.s_addr = 0;
+	sin = lo4(7471);
+	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&sin), -1, "under the wildcard");
+	cr_assert_eq(errno, EADDRINUSE);
+	nowhere.sin_addr.s_addr = htonl(0xC0000201); /* 192.0.2.1, on no interface */
+	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&nowhere), -1);
+	cr_assert_eq(errno, ENODEV);
+	cr_assert_eq(rdma_destroy_id(a), 0);
+	sin = lo4(0);
+	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&sin), 0,
+		     "a destroyed id's port is free");
+	rdma_destroy_id(b);
+	rdma_destroy_id(c);
+	rdma_destroy_id(u);
+	rdma_destroy_event_channel(ch);
+}
+
+Test(rdmacm, resolve_addr_and_route_with_events)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst = lo4(7471);
+	union ibv_gid lo = {.raw = {[10] = 0xff, 0xff, 127, 0, 0, 1}};
+
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_route(id, 1000), -1, "no address yet");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), 0);
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), 0);
+	cr_assert_eq(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	cr_assert_eq(ev->status, 0);
+	cr_assert_eq(ev->id, id);
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	cr_assert_str_eq(ibv_get_device_name(id->verbs->device), "uroce_lo");
+	cr_assert_eq(rdma_get_dst_port(id), htons(7471));
+	cr_assert_neq(rdma_get_src_port(id), 0);
+	cr_assert_eq(rdma_resolve_route(id, 1000), 0);
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), 0);
+	cr_assert_eq(ev->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	rdma_ack_cm_event(ev);
+	cr_assert_eq(id->route.num_paths, 1);
+	cr_assert_eq(memcmp(&id->route.path_rec->sgid, &lo, 16), 0);
+	cr_assert_eq(memcmp(&id->route.path_rec->dgid, &lo, 16), 0);
+	cr_assert_eq(id->route.path_rec->pkey, htons(0xFFFF));
+	cr_assert_eq(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+Test(rdmacm, synchronous_resolution)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst = lo4(7471);
+	struct sockaddr_in6 dst6 = {.sin6_family = AF_INET6, .sin6_port = htons(1)};
+
+	cr_assert_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), 0);
+	cr_assert_not_null(id->event, "the event of a synchronous call is in id->event");
+	cr_assert_eq(id->event->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	cr_assert_eq(rdma_resolve_route(id, 1000), 0);
+	cr_assert_eq(id->event->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	cr_assert_eq(rdma_destroy_id(id), 0);
+	/* An IPv6 destination from an IPv4 source: refused at once. */
+	cr_assert_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	dst = lo4(0);
+	cr_assert_eq(rdma_resolve_addr(id, (struct sockaddr *)&dst, (struct sockaddr *)&dst6, 10),
+		     -1);
+	cr_assert_eq(errno, EAFNOSUPPORT);
+	cr_assert_eq(rdma_destroy_id(id), 0);
 }

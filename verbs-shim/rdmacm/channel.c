@@ -51,6 +51,42 @@ UROCE_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	free(c);
 }
 
+int cma_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status)
+{
+	struct cma_channel *c = to_channel(id->channel);
+	struct cma_event *e = calloc(1, sizeof(*e));
+	uint64_t one = 1;
+
+	if (!e)
+		return ENOMEM;
+	e->ev.id = id;
+	e->ev.event = type;
+	e->ev.status = status;
+	pthread_mutex_lock(&c->lock);
+	*c->tail = e;
+	c->tail = &e->next;
+	pthread_mutex_unlock(&c->lock);
+	(void)!write(c->ch.fd, &one, sizeof(one)); /* fails only at 2^64 - 1 events */
+	return 0;
+}
+
+int cma_complete(struct rdma_cm_id *id)
+{
+	struct rdma_cm_event *ev;
+
+	if (!to_cma_id(id)->sync)
+		return 0;
+	if (id->event)
+		rdma_ack_cm_event(id->event);
+	if (rdma_get_cm_event(id->channel, &ev))
+		return -1;
+	if (ev->status) {
+		errno = -ev->status;
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * 0 and *@event, or -1 with errno: EINVAL (NULL arguments), EAGAIN (the fd was made
  * non-blocking and no event waits), EINTR.

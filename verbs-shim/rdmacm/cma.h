@@ -5,9 +5,9 @@
  * wraps struct rdma_cm_id, whose layout is rdma-core's (rdma/rdma_cma.h).
  *
  * Built so far: event channels (blocking and non-blocking), ids of every port space, device
- * lists, event strings. The connection calls (address and route resolution, listen, connect,
- * accept, reject, disconnect, UD, multicast) and rsockets return ENOSYS with a message naming
- * the call until the IB CM runs on the fabric (issue "Connection manager").
+ * lists, event strings, binding and address and route resolution. The connection calls
+ * (listen, connect, accept, reject, disconnect, UD, multicast) and rsockets return ENOSYS with
+ * a message naming the call until the IB CM runs on the fabric (issue "Connection manager").
  */
 #ifndef UROCE_VERBS_SHIM_RDMACM_CMA_H
 #define UROCE_VERBS_SHIM_RDMACM_CMA_H
@@ -27,9 +27,18 @@ struct cma_channel {
 	struct cma_event *head, **tail; /* events not yet taken */
 };
 
+enum cma_state {
+	CMA_IDLE,
+	CMA_BOUND,          /* rdma_bind_addr (or resolution) gave it a source */
+	CMA_ADDR_RESOLVED,  /* and a destination */
+	CMA_ROUTE_RESOLVED, /* and a path */
+};
+
 struct cma_id {
 	struct rdma_cm_id id; /* first: the application holds &id */
 	bool sync;            /* created without a channel: it owns id.channel */
+	enum cma_state state;
+	struct cma_id *next_bound; /* addr.c: the ids holding a port */
 };
 
 static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
@@ -41,6 +50,19 @@ static inline struct cma_channel *to_channel(struct rdma_event_channel *ch)
 {
 	return (struct cma_channel *)ch;
 }
+
+/* Queue an event of @type and @status for @id on its channel. Returns 0 or ENOMEM. */
+int cma_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status);
+
+/*
+ * After a call that queued an event on a synchronous id: take that event (acking the one
+ * before), leave it in id->event, and return 0, or -1 with errno = -status if it reports an
+ * error (librdmacm's synchronous mode). For other ids: 0.
+ */
+int cma_complete(struct rdma_cm_id *id);
+
+/* addr.c: give up the port @id holds, and its path. */
+void cma_release(struct cma_id *id);
 
 /*
  * Report ENOSYS for @call, which is not built yet: a message on stderr the first time (naming

@@ -61,8 +61,12 @@ UROCE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		return -1;
 	}
 	c = to_cma_id(id);
-	if (c->sync)
+	cma_release(c);
+	if (c->sync) {
+		if (id->event)
+			rdma_ack_cm_event(id->event);
 		rdma_destroy_event_channel(id->channel);
+	}
 	free(c);
 	return 0;
 }

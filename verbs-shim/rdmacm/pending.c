@@ -32,30 +32,6 @@ UROCE_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *re
 	return cma_not_yet("rdma_create_ep");
 }
 
-UROCE_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id;
-	(void)addr;
-	return cma_not_yet("rdma_bind_addr");
-}
-
-UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
-				   struct sockaddr *dst_addr, int timeout_ms)
-{
-	(void)id;
-	(void)src_addr;
-	(void)dst_addr;
-	(void)timeout_ms;
-	return cma_not_yet("rdma_resolve_addr");
-}
-
-UROCE_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
-{
-	(void)id;
-	(void)timeout_ms;
-	return cma_not_yet("rdma_resolve_route");
-}
-
 UROCE_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 				struct ibv_qp_init_attr *qp_init_attr)
 {

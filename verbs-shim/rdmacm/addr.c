@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Binding and resolution (rdma_bind_addr(3), rdma_resolve_addr(3), rdma_resolve_route(3)):
+ * an IP address names the uroce device whose GID table holds it; a destination is reached
+ * from the source address the kernel's routing table picks for it; over RoCE the route is
+ * that pair of GIDs (PROTOCOL.md §4.7). Ports are reserved per port space within the process
+ * (EADDRINUSE); between processes of a host the reservation comes with the CM's rendezvous.
+ * Resolution answers at once: its ADDR_RESOLVED / ADDR_ERROR and ROUTE_RESOLVED events are
+ * queued before the call returns.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "verbs-shim/export.h"
+#include "verbs-shim/rdmacm/cma.h"
+
+#define EPHEMERAL_FIRST 32768u /* where ports asked for as 0 are taken from, as Linux's range */
+#define EPHEMERAL_LAST  60999u
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cma_id *bound;      /* ids holding a port */
+static struct ibv_context **devs; /* one context per device, shared by the ids (rdma-core) */
+static uint16_t next_port = EPHEMERAL_FIRST;
+
+static bool is_ip(const struct sockaddr *sa)
+{
+	return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
+}
+
+static socklen_t sa_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+static uint16_t get_port(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port
+					      : ((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+static void set_port(struct sockaddr *sa, uint16_t port)
+{
+	if (sa->sa_family == AF_INET)
+		((struct sockaddr_in *)sa)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
+}
+
+/* The GID of @sa's address: IPv4-mapped for IPv4 (PROTOCOL.md §4.7). */
+static union ibv_gid gid_of(const struct sockaddr *sa)
+{
+	union ibv_gid g = {0};
+
+	if (sa->sa_family == AF_INET) {
+		g.raw[10] = g.raw[11] = 0xff;
+		memcpy(g.raw + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else {
+		memcpy(g.raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	}
+	return g;
+}
+
+static bool is_wildcard(const struct sockaddr *sa)
+{
+	static const union ibv_gid any4 = {.raw = {[10] = 0xff, 0xff}};
+	union ibv_gid g = gid_of(sa);
+
+	return !memcmp(&g, sa->sa_family == AF_INET ? &any4 : &(union ibv_gid){0}, sizeof(g));
+}
+
+/* The shared context of the device and port whose GID table holds @gid, or NULL. Locked. */
+static struct ibv_context *device_of(const union ibv_gid *gid, uint8_t *port)
+{
+	if (!devs && !(devs = rdma_get_devices(NULL)))
+		return NULL;
+	for (int i = 0; devs[i]; i++) {
+		struct ibv_port_attr pa;
+
+		if (ibv_query_port(devs[i], 1, &pa))
+			continue;
+		for (int k = 0; k < pa.gid_tbl_len; k++) {
+			union ibv_gid g;
+
+			if (!ibv_query_gid(devs[i], 1, k, &g) && !memcmp(&g, gid, sizeof(g))) {
+				*port = 1;
+				return devs[i];
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Whether a port @port of @ps at @sa is taken by another id. Locked. */
+static bool port_taken(enum rdma_port_space ps, uint16_t port, const struct sockaddr *sa)
+{
+	union ibv_gid g = gid_of(sa);
+
+	for (struct cma_id *b = bound; b; b = b->next_bound) {
+		const struct sockaddr *o = &b->id.route.addr.src_addr;
+		union ibv_gid og = gid_of(o);
+
+		if (b->id.ps == ps && get_port(o) == port &&
+		    (is_wildcard(o) || is_wildcard(sa) || !memcmp(&og, &g, sizeof(g))))
+			return true;
+	}
+	return false;
+}
+
+/* Bind @c to @addr: 0 or an errno. Locked. */
+static int bind_locked(struct cma_id *c, const struct sockaddr *addr)
+{
+	struct sockaddr *src = &c->id.route.addr.src_addr;
+	uint16_t port = get_port(addr);
+	struct ibv_context *verbs = NULL;
+	uint8_t port_num = 0;
+
+	if (!is_wildcard(addr)) {
+		union ibv_gid g = gid_of(addr);
+
+		verbs = device_of(&g, &port_num);
+		if (!verbs)
+			return ENODEV; /* as the kernel: no RDMA device holds the address */
+	}
+	if (!port) {
+		for (unsigned int n = 0; n <= EPHEMERAL_LAST - EPHEMERAL_FIRST && !port; n++) {
+			uint16_t p = next_port;
+
+			next_port = (uint16_t)(next_port == EPHEMERAL_LAST ? EPHEMERAL_FIRST
+									   : next_port + 1u);
+			if (!port_taken(c->id.ps, p, addr))
+				port = p;
+		}
+		if (!port)
+			return EADDRINUSE;
+	} else if (port_taken(c->id.ps, port, addr)) {
+		return EADDRINUSE;
+	}
+	memcpy(src, addr, sa_len(addr));
+	set_port(src, port);
+	c->id.verbs = verbs;
+	c->id.port_num = port_num;
+	c->state = CMA_BOUND;
+	c->next_bound = bound;
+	bound = c;
+	return 0;
+}
+
+/* Give up @c's port. Locked. */
+static void unbind_locked(struct cma_id *c)
+{
+	for (struct cma_id **pp = &bound; *pp; pp = &(*pp)->next_bound) {
+		if (*pp == c) {
+			*pp = c->next_bound;
+			break;
+		}
+	}
+	c->state = CMA_IDLE;
+}
+
+void cma_release(struct cma_id *c)
+{
+	pthread_mutex_lock(&lock);
+	unbind_locked(c);
+	pthread_mutex_unlock(&lock);
+	free(c->id.route.path_rec);
+	c->id.route.path_rec = NULL;
+	c->id.route.num_paths = 0;
+}
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+/*
+ * 0, or -1 with errno: EINVAL (NULL, or @id already bound), EAFNOSUPPORT (not IPv4 or IPv6),
+ * ENODEV (no uroce device has the address), EADDRINUSE (the port of that port space is taken
+ * in this process, or no ephemeral port is left).
+ */
+UROCE_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	struct cma_id *c;
+	int err;
+
+	if (!id || !addr)
+		return fail(EINVAL);
+	if (!is_ip(addr))
+		return fail(EAFNOSUPPORT);
+	c = to_cma_id(id);
+	if (c->state != CMA_IDLE)
+		return fail(EINVAL);
+	pthread_mutex_lock(&lock);
+	err = bind_locked(c, addr);
+	pthread_mutex_unlock(&lock);
+	return err ? fail(err) : 0;
+}
+
+/* The source address the routing table gives for @dst (port 0): 0 or an errno. */
+static int route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+	socklen_t len = sizeof(*src);
+	int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int err = 0;
+
+	if (fd < 0)
+		return errno;
+	/* connect() on a UDP socket only looks the route up; nothing is sent. */
+	if (connect(fd, dst, sa_len(dst)) || getsockname(fd, (struct sockaddr *)src, &len))
+		err = errno;
+	close(fd);
+	set_port((struct sockaddr *)src, 0);
+	return err;
+}
+
+/*
+ * 0 (ADDR_RESOLVED or ADDR_ERROR follows on the channel; a synchronous id returns -1 with the
+ * error's errno instead of queueing ADDR_ERROR for itself), or -1 with errno: EINVAL (NULL
+ * @id or @dst, @id past resolution), EAFNOSUPPORT (an address that is not IPv4 or IPv6, or
+ * @src and @dst of different families), and rdma_bind_addr's errors for @src.
+ * ADDR_ERROR's status: -ENETUNREACH or -EHOSTUNREACH (no route), -ENODEV (the route's source
+ * address is on no uroce device). @timeout_ms is not needed: resolution is immediate.
+ */
+UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
+				   struct sockaddr *dst_addr, int timeout_ms)
+{
+	struct cma_id *c;
+	struct sockaddr_storage src;
+	int err = 0;
+
+	(void)timeout_ms;
+	if (!id || !dst_addr)
+		return fail(EINVAL);
+	if (!is_ip(dst_addr) || (src_addr && src_addr->sa_family != dst_addr->sa_family))
+		return fail(EAFNOSUPPORT);
+	c = to_cma_id(id);
+	if (c->state > CMA_BOUND)
+		return fail(EINVAL);
+	if (c->state == CMA_IDLE && src_addr && !is_wildcard(src_addr) &&
+	    rdma_bind_addr(id, src_addr))
+		return -1;
+	pthread_mutex_lock(&lock);
+	if (!id->verbs) {
+		/* Unbound or bound to a wildcard: the route's source, keeping any port asked for.
+		 */
+		uint16_t port = c->state == CMA_BOUND ? get_port(&id->route.addr.src_addr)
+				: src_addr            ? get_port(src_addr)
+						      : 0;
+
+		err = route_source(dst_addr, &src);
+		if (!err) {
+			set_port((struct sockaddr *)&src, port);
+			unbind_locked(c);
+			err = bind_locked(c, (struct sockaddr *)&src);
+		}
+	}
+	if (!err) {
+		memcpy(&id->route.addr.dst_addr, dst_addr, sa_len(dst_addr));
+		c->state = CMA_ADDR_RESOLVED;
+	}
+	pthread_mutex_unlock(&lock);
+	err = cma_event(id, err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, -err);
+	return err ? fail(err) : cma_complete(id);
+}
+
+/*
+ * 0 (ROUTE_RESOLVED follows), or -1 with errno: EINVAL (NULL, or the address is not resolved),
+ * ENOMEM. The one path is the GID pair of the addresses, P_Key 0xFFFF, the port's active MTU,
+ * hop limit 64.
+ */
+UROCE_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	struct cma_id *c;
+	struct ibv_sa_path_rec *p;
+	struct ibv_port_attr pa;
+	int err;
+
+	(void)timeout_ms;
+	if (!id)
+		return fail(EINVAL);
+	c = to_cma_id(id);
+	if (c->state != CMA_ADDR_RESOLVED)
+		return fail(EINVAL);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return fail(ENOMEM);
+	p->sgid = gid_of(&id->route.addr.src_addr);
+	p->dgid = gid_of(&id->route.addr.dst_addr);
+	p->dlid = p->slid = htons(0xFFFF); /* permissive on RoCEv2 (§4.7) */
+	p->hop_limit = 64;
+	p->reversible = 1;
+	p->numb_path = 1;
+	p->pkey = htons(0xFFFF);
+	p->mtu = ibv_query_port(id->verbs, id->port_num, &pa) ? IBV_MTU_1024 : pa.active_mtu;
+	p->packet_life_time = 16; /* Linux 6.2 and later (§4.7) */
+	free(id->route.path_rec);
+	id->route.path_rec = p;
+	id->route.num_paths = 1;
+	c->state = CMA_ROUTE_RESOLVED;
+	err = cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	return err ? fail(err) : cma_complete(id);
+}
