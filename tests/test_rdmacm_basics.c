@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
@@ -207,4 +208,31 @@ Test(rdmacm, synchronous_resolution)
 		     -1);
 	cr_assert_eq(errno, EAFNOSUPPORT);
 	cr_assert_eq(rdma_destroy_id(id), 0);
+}
+
+Test(rdmacm, getaddrinfo_passive_active_and_errors)
+{
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP}, *res;
+	struct sockaddr_in *sin;
+
+	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	cr_assert_not_null(res->ai_src_addr, "a passive result is a source");
+	cr_assert_null(res->ai_dst_addr);
+	sin = (struct sockaddr_in *)res->ai_src_addr;
+	cr_assert_eq(sin->sin_port, htons(7471));
+	cr_assert_eq(res->ai_qp_type, IBV_QPT_RC);
+	cr_assert_eq(res->ai_port_space, RDMA_PS_TCP);
+	rdma_freeaddrinfo(res);
+	hints.ai_flags = 0;
+	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	cr_assert_not_null(res->ai_dst_addr, "an active result is a destination");
+	rdma_freeaddrinfo(res);
+	cr_assert_eq(rdma_getaddrinfo(NULL, NULL, &hints, &res), EAI_NONAME);
+	hints.ai_flags = 0x100;
+	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "1", &hints, &res), EAI_BADFLAGS);
+	hints.ai_flags = RAI_NUMERICHOST;
+	cr_assert_neq(rdma_getaddrinfo("not-a-number", "1", &hints, &res), 0);
+	hints.ai_flags = 0;
+	hints.ai_family = AF_UNIX;
+	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "1", &hints, &res), EAI_FAMILY);
 }

@@ -148,16 +148,6 @@ UROCE_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, 
 	return cma_not_yet("rdma_set_option");
 }
 
-UROCE_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
-				  const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
-{
-	(void)node;
-	(void)service;
-	(void)hints;
-	(void)res;
-	return cma_not_yet("rdma_getaddrinfo");
-}
-
 UROCE_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 				   int *qp_attr_mask)
 {
@@ -217,10 +207,4 @@ UROCE_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 	rdma_destroy_qp(id);
 	rdma_destroy_srq(id);
 	rdma_destroy_id(id);
-}
-
-/* rdma_getaddrinfo returns none yet: only NULL can come back. */
-UROCE_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
-{
-	free(res);
 }
