@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
 #include <string.h>
 
@@ -235,4 +236,82 @@ Test(rdmacm, getaddrinfo_passive_active_and_errors)
 	hints.ai_flags = 0;
 	hints.ai_family = AF_UNIX;
 	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "1", &hints, &res), EAI_FAMILY);
+}
+
+/* An id resolved to 127.0.0.1 (port space @ps). */
+static struct rdma_cm_id *resolved(enum rdma_port_space ps)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst = lo4(7471);
+
+	cr_assert_eq(rdma_create_id(NULL, &id, NULL, ps), 0);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), 0);
+	cr_assert_eq(rdma_resolve_route(id, 1000), 0);
+	return id;
+}
+
+Test(rdmacm, create_qp_with_default_pd_and_cqs)
+{
+	struct rdma_cm_id *a = resolved(RDMA_PS_TCP), *b = resolved(RDMA_PS_TCP),
+			  *u = resolved(RDMA_PS_UDP);
+	struct ibv_qp_init_attr qa = {
+		.cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC};
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	int mask;
+
+	cr_assert_eq(rdma_create_qp(a, NULL, &qa), 0);
+	cr_assert(a->qp && a->pd && a->send_cq && a->recv_cq);
+	cr_assert(a->send_cq_channel && a->recv_cq_channel);
+	cr_assert_eq(a->recv_cq->cq_context, a, "the CQ context is the id");
+	cr_assert_eq(ibv_query_qp(a->qp, &attr, IBV_QP_STATE, &init), 0);
+	cr_assert_eq(attr.qp_state, IBV_QPS_INIT);
+	cr_assert_eq(rdma_create_qp(a, NULL, &qa), -1, "a second QP");
+	cr_assert_eq(errno, EINVAL);
+	qa.send_cq = qa.recv_cq = NULL;
+	cr_assert_eq(rdma_create_qp(b, NULL, &qa), 0);
+	cr_assert_eq(b->pd, a->pd, "one default PD per device");
+	attr.qp_state = IBV_QPS_RTR;
+	cr_assert_eq(rdma_init_qp_attr(a, &attr, &mask), -1, "RTR needs the connection");
+	cr_assert_eq(errno, EINVAL);
+	qa.qp_type = IBV_QPT_UD;
+	qa.send_cq = qa.recv_cq = NULL;
+	cr_assert_eq(rdma_create_qp(u, NULL, &qa), 0);
+	cr_assert_eq(ibv_query_qp(u->qp, &attr, IBV_QP_STATE | IBV_QP_QKEY, &init), 0);
+	cr_assert_eq(attr.qp_state, IBV_QPS_RTS, "a UD QP is ready at once");
+	cr_assert_eq(attr.qkey, 0x01234567u, "rdma_cm's UD Q_Key");
+	rdma_destroy_qp(a);
+	cr_assert_null(a->qp);
+	cr_assert_null(a->send_cq);
+	rdma_destroy_ep(a);
+	rdma_destroy_ep(b);
+	rdma_destroy_ep(u);
+}
+
+Test(rdmacm, create_ep_passive_and_active)
+{
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP}, *res;
+	struct ibv_qp_init_attr qa = {
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+	struct rdma_cm_id *id;
+
+	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "7472", &hints, &res), 0);
+	cr_assert_eq(rdma_create_ep(&id, res, NULL, NULL), 0);
+	cr_assert_eq(rdma_get_src_port(id), htons(7472));
+	cr_assert_null(id->qp);
+	cr_assert_eq(rdma_create_srq(id, NULL, &sa), 0);
+	cr_assert_not_null(id->srq);
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
+	hints.ai_flags = 0;
+	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "7472", &hints, &res), 0);
+	cr_assert_eq(rdma_create_ep(&id, res, NULL, &qa), 0);
+	cr_assert_not_null(id->qp);
+	cr_assert_eq(id->route.num_paths, 1);
+	cr_assert_eq(id->event->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
 }

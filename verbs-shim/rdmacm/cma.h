@@ -5,7 +5,8 @@
  * wraps struct rdma_cm_id, whose layout is rdma-core's (rdma/rdma_cma.h).
  *
  * Built so far: event channels (blocking and non-blocking), ids of every port space, device
- * lists, event strings, binding and address and route resolution. The connection calls
+ * lists, event strings, binding, address and route resolution, rdma_getaddrinfo, and the
+ * verbs objects of an id (QP, SRQ, default PD and CQs, rdma_create_ep). The connection calls
  * (listen, connect, accept, reject, disconnect, UD, multicast) and rsockets return ENOSYS with
  * a message naming the call until the IB CM runs on the fabric (issue "Connection manager").
  */
@@ -37,6 +38,7 @@ enum cma_state {
 struct cma_id {
 	struct rdma_cm_id id; /* first: the application holds &id */
 	bool sync;            /* created without a channel: it owns id.channel */
+	bool own_cqs;         /* qp.c made id.send_cq, .recv_cq and their channels */
 	enum cma_state state;
 	struct cma_id *next_bound; /* addr.c: the ids holding a port */
 };

@@ -22,32 +22,6 @@ int cma_not_yet(const char *call)
 	return -1;
 }
 
-UROCE_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
-				struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
-{
-	(void)id;
-	(void)res;
-	(void)pd;
-	(void)qp_init_attr;
-	return cma_not_yet("rdma_create_ep");
-}
-
-UROCE_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
-				struct ibv_qp_init_attr *qp_init_attr)
-{
-	(void)id;
-	(void)pd;
-	(void)qp_init_attr;
-	return cma_not_yet("rdma_create_qp");
-}
-
-UROCE_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)
-{
-	(void)id;
-	(void)qp_init_attr;
-	return cma_not_yet("rdma_create_qp_ex");
-}
-
 UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	(void)id;
@@ -148,15 +122,6 @@ UROCE_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, 
 	return cma_not_yet("rdma_set_option");
 }
 
-UROCE_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
-				   int *qp_attr_mask)
-{
-	(void)id;
-	(void)qp_attr;
-	(void)qp_attr_mask;
-	return cma_not_yet("rdma_init_qp_attr");
-}
-
 UROCE_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	(void)id;
@@ -169,42 +134,4 @@ UROCE_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	(void)id;
 	(void)ece;
 	return cma_not_yet("rdma_get_remote_ece");
-}
-
-UROCE_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
-				 struct ibv_srq_init_attr *attr)
-{
-	(void)id;
-	(void)pd;
-	(void)attr;
-	return cma_not_yet("rdma_create_srq");
-}
-
-UROCE_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
-{
-	(void)id;
-	(void)attr;
-	return cma_not_yet("rdma_create_srq_ex");
-}
-
-/* What rdma_create_qp made (nothing yet): the QP, if any, is destroyed. */
-UROCE_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
-{
-	if (id->qp)
-		ibv_destroy_qp(id->qp);
-	id->qp = NULL;
-}
-
-UROCE_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
-{
-	if (id->srq)
-		ibv_destroy_srq(id->srq);
-	id->srq = NULL;
-}
-
-UROCE_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
-{
-	rdma_destroy_qp(id);
-	rdma_destroy_srq(id);
-	rdma_destroy_id(id);
 }
