@@ -8,6 +8,10 @@ foreach(_t device mr cq qp xrc port_events fork progress mcast)
   set_tests_properties(test_shim_${_t} PROPERTIES TIMEOUT 60)
 endforeach()
 
+# MADs on QP 1 between processes (the private interface of our two libraries).
+uroce_test(test_shim_mad SOURCES test_shim_mad.c LIBS uroce_ibverbs uroce_cm LABELS shim)
+target_include_directories(test_shim_mad PRIVATE ${IBVERBS_INCLUDE_DIRS})
+
 # librdmacm.so.1: what is built so far.
 uroce_test(test_rdmacm_basics SOURCES test_rdmacm_basics.c LIBS uroce_rdmacm uroce_ibverbs
            LABELS shim)

@@ -23,6 +23,7 @@
 #include "verbs-shim/async.h"
 #include "verbs-shim/caps.h"
 #include "verbs-shim/cq.h"
+#include "verbs-shim/mad.h"
 #include "verbs-shim/mcast.h"
 #include "verbs-shim/mr.h"
 #include "verbs-shim/ops.h"
@@ -38,7 +39,7 @@ static struct {
 	atomic_uint_least64_t malformed;   /* roce_decode refused it */
 	atomic_uint_least64_t bad_icrc;    /* no IPv4 ID makes the ICRC match */
 	atomic_uint_least64_t no_qp;       /* DestQP not (or no longer) a QP of this process */
-	atomic_uint_least64_t unsupported; /* QP 1 (CM): not handled yet */
+	atomic_uint_least64_t unsupported; /* to QP 1 but no MAD, or no CM to take it */
 } drops;
 
 /* The transport counters of the QPs destroyed so far (struct roce_qp_counters), summed. */
@@ -336,7 +337,8 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		return;
 	}
 	if (pkt.bth.dqpn == ROCE_GSI_QPN) {
-		atomic_fetch_add(&drops.unsupported, 1);
+		if (!uroce_mad_received(&pkt, &rx->ip))
+			atomic_fetch_add(&drops.unsupported, 1);
 		return;
 	}
 	if (pkt.bth.dqpn == ROCE_MCAST_QPN) {
@@ -493,6 +495,18 @@ static const struct roce_qp_env qp_env = {
 	.to_error = env_to_error,
 	.sq_error = env_sq_error,
 };
+
+int uroce_engine_start(void)
+{
+	return uroce_engine() ? 0 : errno;
+}
+
+int uroce_engine_send(const struct roce_ipudp *f, uint8_t *pkt, size_t len)
+{
+	struct uroce_net *n = uroce_engine();
+
+	return n ? uroce_net_send(n, f, pkt, len) : errno;
+}
 
 int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *qpn)
 {

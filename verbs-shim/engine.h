@@ -19,6 +19,9 @@
 
 #include <infiniband/verbs.h>
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "transport/ipudp.h"
 #include <stdint.h>
 
 struct uroce_qp;
@@ -48,6 +51,15 @@ void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int 
 
 /* The QP is about to be freed: no packet or timer uses it once this returns. No lock held. */
 void uroce_qp_destroying(struct uroce_qp *qp);
+
+/* Start the process's engine if it is not running: 0 or the errno of uroce_net_open. */
+int uroce_engine_start(void);
+
+/*
+ * Send one RoCEv2 packet @pkt (@len bytes, BTH .. ICRC; the ICRC is filled in) with the IP
+ * values of @f (uroce_net_send), starting the engine if needed. 0 or an errno.
+ */
+int uroce_engine_send(const struct roce_ipudp *f, uint8_t *pkt, size_t len);
 
 /*
  * A CQ was polled empty: receive on this thread if the engine lets polling threads receive

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MADs on QP 1 between two processes (verbs-shim/mad.h, the private interface of uroce's
+ * librdmacm): a CM REQ sent from one process reaches the other's handler whole, with the IP
+ * addresses and hop limit it was sent with.
+ */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cm/wire.h"
+#include "verbs-shim/mad.h"
+
+#define COMM_ID 0x0C0FFEE1u
+
+static const uint8_t lo[16] = {[10] = 0xff, 0xff, 127, 0, 0, 1};
+static atomic_int got, bad;
+
+static void on_mad(void *arg, const struct uroce_mad_rx *rx)
+{
+	struct cm_msg m;
+
+	(void)arg;
+	if (cm_decode(rx->mad, CM_MAD_LEN, &m) != CM_OK || m.hdr.attr_id != CM_ATTR_REQ ||
+	    m.u.req.local_comm_id != COMM_ID)
+		return; /* someone else's */
+	if (memcmp(rx->sgid, lo, 16) || memcmp(rx->dgid, lo, 16) || rx->ttl != 64 ||
+	    m.u.req.service_id != 0x0000000001064853ull)
+		atomic_fetch_add(&bad, 1);
+	else
+		atomic_fetch_add(&got, 1);
+}
+
+Test(shim_mad, req_reaches_the_other_process, .timeout = 30)
+{
+	int ready[2], status;
+	pid_t child;
+	char c;
+	struct cm_msg m = {.hdr = cm_hdr(CM_ATTR_REQ, 0x100000000ull | COMM_ID)};
+	uint8_t mad[CM_MAD_LEN];
+
+	cr_assert_eq(pipe(ready), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		struct timespec t0, t;
+
+		if (uroce_mad_set_handler(on_mad, NULL) || write(ready[1], "r", 1) != 1)
+			_exit(3);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			usleep(10000);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while (!atomic_load(&got) && t.tv_sec - t0.tv_sec < 5);
+		_exit(atomic_load(&got) == 1 && !atomic_load(&bad) ? 0 : 1);
+	}
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	m.u.req.local_comm_id = COMM_ID;
+	m.u.req.service_id = 0x0000000001064853ull;
+	cr_assert_eq(cm_encode(&m, mad), CM_MAD_LEN);
+	cr_assert_eq(uroce_mad_send(lo, lo, 0, 64, mad), 0);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the other process did not get the REQ (status %#x)", status);
+}

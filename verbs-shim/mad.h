@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MADs on QP 1 (PROTOCOL.md §4.1): what the IB CM sends and receives, as UD SEND Only packets
+ * to and from QP 1 with Q_Key 0x80010000, P_Key 0xFFFF, one 256-byte MAD each. This is part of
+ * uroce's private interface between its libibverbs.so.1, which runs the engine, and its
+ * librdmacm.so.1 (version node UROCE_PRIVATE_1: a program that mixes either with rdma-core's
+ * fails to load instead of misbehaving).
+ *
+ * Until the CM routes MADs by service and communication ID (issue "Fabric engine", point 4),
+ * the process holding the RoCE port hands every MAD for QP 1 to every process of the host, the
+ * sender's own included; the handler picks what is its.
+ */
+#ifndef UROCE_VERBS_SHIM_MAD_H
+#define UROCE_VERBS_SHIM_MAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transport/ipudp.h"
+#include "transport/wire.h"
+#include "verbs-shim/export.h"
+
+/* A MAD received on QP 1. */
+struct uroce_mad_rx {
+	uint8_t sgid[16], dgid[16]; /* the packet's IP source and destination, as GIDs */
+	uint8_t tos, ttl;
+	const uint8_t *mad; /* 256 bytes, valid during the handler only */
+};
+
+typedef void (*uroce_mad_handler)(void *arg, const struct uroce_mad_rx *rx);
+
+/*
+ * Have @fn (NULL: none) called with each MAD the process receives on QP 1, on the engine's
+ * receiving thread, never concurrently with itself; starts the engine if it is not running.
+ * Returns 0 or the errno of starting the engine.
+ */
+UROCE_EXPORT int uroce_mad_set_handler(uroce_mad_handler fn, void *arg);
+
+/*
+ * Send the 256-byte @mad to QP 1 at @dgid from @sgid (an address of this host) with @tos and
+ * @ttl. Returns 0, or an errno: that of starting the engine or uroce_net_send's (the MAD is
+ * lost, as on a wire; the CM retries).
+ */
+UROCE_EXPORT int uroce_mad_send(const uint8_t sgid[16], const uint8_t dgid[16], uint8_t tos,
+				uint8_t ttl, const uint8_t mad[256]);
+
+/*
+ * For the engine (engine.c): a packet to QP 1 came. Hands its MAD to the handler and returns
+ * true, or false if there is no handler or the packet is no MAD a GSI accepts.
+ */
+bool uroce_mad_received(const struct roce_pkt *pkt, const struct roce_ipudp *ip);
+
+#endif
