@@ -123,3 +123,15 @@ add_test(NAME shim_hub_killed
           "${UROCE_SANITIZE}" 18650)
 set_tests_properties(shim_hub_killed PROPERTIES LABELS "shim;integration" TIMEOUT 120
                      SKIP_RETURN_CODE 77)
+
+# rdma-core's rdma_cm examples over uroce's librdmacm.so.1 (shim/rdmacm.sh): NAME|port.
+foreach(_entry "rping|18660" "rping_q|18661" "ucmatose|18662" "rdma_server|18663")
+  string(REPLACE "|" ";" _f "${_entry}")
+  list(GET _f 0 _name)
+  list(GET _f 1 _port)
+  add_test(NAME rdmacm_${_name}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/rdmacm.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+            "${UROCE_SANITIZE}" ${_port} ${_name})
+  set_tests_properties(rdmacm_${_name} PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+endforeach()

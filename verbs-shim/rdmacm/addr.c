@@ -93,6 +93,19 @@ static struct ibv_context *device_of(const union ibv_gid *gid, uint8_t *port)
 	return NULL;
 }
 
+struct ibv_context *cma_device_of(const uint8_t gid[16])
+{
+	struct ibv_context *ctx;
+	union ibv_gid g;
+	uint8_t port;
+
+	memcpy(g.raw, gid, 16);
+	pthread_mutex_lock(&lock);
+	ctx = device_of(&g, &port);
+	pthread_mutex_unlock(&lock);
+	return ctx;
+}
+
 /* Whether a port @port of @ps at @sa is taken by another id. Locked. */
 static bool port_taken(enum rdma_port_space ps, uint16_t port, const struct sockaddr *sa)
 {

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -53,15 +54,32 @@ UROCE_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
 int cma_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status)
 {
-	struct cma_channel *c = to_channel(id->channel);
+	return cma_conn_event(id, type, status, NULL, NULL, NULL, 0);
+}
+
+int cma_conn_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
+		   struct rdma_cm_id *listen, const struct rdma_conn_param *param, const void *pd,
+		   size_t len)
+{
+	struct cma_channel *c = to_channel(listen ? listen->channel : id->channel);
 	struct cma_event *e = calloc(1, sizeof(*e));
 	uint64_t one = 1;
 
 	if (!e)
 		return ENOMEM;
 	e->ev.id = id;
+	e->ev.listen_id = listen;
 	e->ev.event = type;
 	e->ev.status = status;
+	if (param)
+		e->ev.param.conn = *param;
+	if (len > sizeof(e->private_data))
+		len = sizeof(e->private_data);
+	if (len) {
+		memcpy(e->private_data, pd, len);
+		e->ev.param.conn.private_data = e->private_data;
+	}
+	e->ev.param.conn.private_data_len = (uint8_t)(len > 255 ? 255 : len);
 	pthread_mutex_lock(&c->lock);
 	*c->tail = e;
 	c->tail = &e->next;

@@ -5,21 +5,24 @@
  * wraps struct rdma_cm_id, whose layout is rdma-core's (rdma/rdma_cma.h).
  *
  * Built so far: event channels (blocking and non-blocking), ids of every port space, device
- * lists, event strings, binding, address and route resolution, rdma_getaddrinfo, and the
- * verbs objects of an id (QP, SRQ, default PD and CQs, rdma_create_ep). The connection calls
- * (listen, connect, accept, reject, disconnect, UD, multicast) and rsockets return ENOSYS with
- * a message naming the call until the IB CM runs on the fabric (issue "Connection manager").
+ * lists, event strings, binding, address and route resolution, rdma_getaddrinfo, the verbs
+ * objects of an id (QP, SRQ, default PD and CQs, rdma_create_ep), and RC connections over the
+ * IB CM (cm.c). UD (SIDR), multicast, ECE and rsockets return ENOSYS with a message naming the
+ * call (issue "Connection manager").
  */
 #ifndef UROCE_VERBS_SHIM_RDMACM_CMA_H
 #define UROCE_VERBS_SHIM_RDMACM_CMA_H
 
 #include <pthread.h>
-#include <stdbool.h>
 #include <rdma/rdma_cma.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct cma_event {
 	struct rdma_cm_event ev; /* first: the application holds &ev */
 	struct cma_event *next;
+	uint8_t private_data[256]; /* where ev.param.conn.private_data points */
 };
 
 struct cma_channel {
@@ -33,14 +36,24 @@ enum cma_state {
 	CMA_BOUND,          /* rdma_bind_addr (or resolution) gave it a source */
 	CMA_ADDR_RESOLVED,  /* and a destination */
 	CMA_ROUTE_RESOLVED, /* and a path */
+	CMA_LISTEN,         /* rdma_listen */
+	CMA_CONNECTING,     /* a connection (cm.c) is being set up */
+	CMA_CONNECTED,
+	CMA_DISCONNECTED,
 };
+
+struct cma_conn; /* cm.c */
 
 struct cma_id {
 	struct rdma_cm_id id; /* first: the application holds &id */
 	bool sync;            /* created without a channel: it owns id.channel */
 	bool own_cqs;         /* qp.c made id.send_cq, .recv_cq and their channels */
 	enum cma_state state;
-	struct cma_id *next_bound; /* addr.c: the ids holding a port */
+	struct cma_id *next_bound;           /* addr.c: the ids holding a port */
+	struct cma_conn *conn;               /* cm.c: its connection, if any */
+	struct cma_id *next_listener;        /* cm.c: in CMA_LISTEN */
+	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep of a listener: for its requests */
+	struct ibv_pd *ep_pd;
 };
 
 static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
@@ -55,6 +68,24 @@ static inline struct cma_channel *to_channel(struct rdma_event_channel *ch)
 
 /* Queue an event of @type and @status for @id on its channel. Returns 0 or ENOMEM. */
 int cma_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status);
+
+/*
+ * Queue a connection event: as cma_event, with @listen (CONNECT_REQUEST: the listener; the
+ * event goes to its channel), @param copied, and @len bytes of private data at @pd (at most
+ * 256) carried by the event. Returns 0 or ENOMEM.
+ */
+int cma_conn_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
+		   struct rdma_cm_id *listen, const struct rdma_conn_param *param, const void *pd,
+		   size_t len);
+
+/* cm.c: the id is being destroyed; its connection, if any, goes on without it. */
+void cma_conn_forget(struct cma_id *id);
+
+/* cm.c: the attributes for a->qp_state RTR or RTS from @id's connection. 0 or EINVAL. */
+int cma_conn_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask);
+
+/* addr.c: the shared context of the uroce device holding @gid (port 1), or NULL. */
+struct ibv_context *cma_device_of(const uint8_t gid[16]);
 
 /*
  * After a call that queued an event on a synchronous id: take that event (acking the one

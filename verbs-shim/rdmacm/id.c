@@ -61,7 +61,9 @@ UROCE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		return -1;
 	}
 	c = to_cma_id(id);
+	cma_conn_forget(c);
 	cma_release(c);
+	free(c->ep_qp_attr);
 	if (c->sync) {
 		if (id->event)
 			rdma_ack_cm_event(id->event);

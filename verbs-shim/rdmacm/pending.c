@@ -22,49 +22,6 @@ int cma_not_yet(const char *call)
 	return -1;
 }
 
-UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
-{
-	(void)id;
-	(void)conn_param;
-	return cma_not_yet("rdma_connect");
-}
-
-UROCE_EXPORT int rdma_establish(struct rdma_cm_id *id)
-{
-	(void)id;
-	return cma_not_yet("rdma_establish");
-}
-
-UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
-{
-	(void)id;
-	(void)backlog;
-	return cma_not_yet("rdma_listen");
-}
-
-UROCE_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
-{
-	(void)listen;
-	(void)id;
-	return cma_not_yet("rdma_get_request");
-}
-
-UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
-{
-	(void)id;
-	(void)conn_param;
-	return cma_not_yet("rdma_accept");
-}
-
-UROCE_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
-			     uint8_t private_data_len)
-{
-	(void)id;
-	(void)private_data;
-	(void)private_data_len;
-	return cma_not_yet("rdma_reject");
-}
-
 UROCE_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 				 uint8_t private_data_len)
 {
@@ -79,12 +36,6 @@ UROCE_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	(void)id;
 	(void)event;
 	return cma_not_yet("rdma_notify");
-}
-
-UROCE_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
-{
-	(void)id;
-	return cma_not_yet("rdma_disconnect");
 }
 
 UROCE_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)

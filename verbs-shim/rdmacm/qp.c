@@ -46,9 +46,9 @@ static int fail(int err)
 
 /*
  * The attributes to move @id's QP to @qp_attr->qp_state: INIT (P_Key index 0, the id's port,
- * no remote access yet -- or rdma_cm's Q_Key for UD), and for UD also RTR and RTS. 0, or -1
- * with errno EINVAL (NULL arguments, an id on no device, or a state that needs the connection
- * the IB CM sets up).
+ * no remote access yet -- or rdma_cm's Q_Key for UD); RTR and RTS from the connection (the
+ * peer's QPN and PSN, path, retry counts), or for UD the plain states. 0, or -1 with errno
+ * EINVAL (NULL arguments, an id on no device, RTR/RTS without a connection).
  */
 UROCE_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 				   int *qp_attr_mask)
@@ -69,13 +69,19 @@ UROCE_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp
 		}
 		return 0;
 	case IBV_QPS_RTR:
-		if (id->qp_type != IBV_QPT_UD)
-			return fail(EINVAL);
+		if (id->qp_type != IBV_QPT_UD) {
+			int err = cma_conn_qp_attr(to_cma_id(id), qp_attr, qp_attr_mask);
+
+			return err ? fail(err) : 0;
+		}
 		*qp_attr_mask = IBV_QP_STATE;
 		return 0;
 	case IBV_QPS_RTS:
-		if (id->qp_type != IBV_QPT_UD)
-			return fail(EINVAL);
+		if (id->qp_type != IBV_QPT_UD) {
+			int err = cma_conn_qp_attr(to_cma_id(id), qp_attr, qp_attr_mask);
+
+			return err ? fail(err) : 0;
+		}
 		qp_attr->sq_psn = 0;
 		*qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 		return 0;
@@ -274,7 +280,8 @@ UROCE_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 
 /*
  * A synchronous id for @res (its port space and QP type), bound to its source (passive) or
- * resolved to its destination and route (active), with a QP if @qp_init_attr is given.
+ * resolved to its destination and route (active), with a QP if @qp_init_attr is given (for a
+ * passive id, each id rdma_get_request returns gets one).
  * 0 and *@id, or -1 with errno from the step that failed (the id is destroyed then).
  */
 UROCE_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
@@ -288,13 +295,29 @@ UROCE_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *re
 	if (rdma_create_id(NULL, &cm, NULL, (enum rdma_port_space)res->ai_port_space))
 		return -1;
 	cm->qp_type = (enum ibv_qp_type)res->ai_qp_type;
-	if (res->ai_flags & RAI_PASSIVE)
+	if (qp_init_attr)
+		qp_init_attr->qp_type = cm->qp_type; /* as librdmacm: the result's QP type */
+	if (res->ai_flags & RAI_PASSIVE) {
 		err = rdma_bind_addr(cm, res->ai_src_addr);
-	else
+		/* A listener's QP attributes serve each connection it takes (rdma_get_request). */
+		if (!err && qp_init_attr) {
+			struct cma_id *c = to_cma_id(cm);
+
+			c->ep_qp_attr = malloc(sizeof(*qp_init_attr));
+			if (c->ep_qp_attr) {
+				*c->ep_qp_attr = *qp_init_attr;
+				c->ep_pd = pd;
+			} else {
+				errno = ENOMEM;
+				err = -1;
+			}
+		}
+	} else {
 		err = rdma_resolve_addr(cm, res->ai_src_addr, res->ai_dst_addr, 2000) ||
 		      rdma_resolve_route(cm, 2000);
-	if (!err && qp_init_attr)
-		err = rdma_create_qp(cm, pd, qp_init_attr);
+		if (!err && qp_init_attr)
+			err = rdma_create_qp(cm, pd, qp_init_attr);
+	}
 	if (err) {
 		err = errno;
 		rdma_destroy_id(cm);

@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The rdma_cm connection calls (rdma_listen(3), rdma_connect(3), rdma_accept(3),
+ * rdma_reject(3), rdma_disconnect(3), rdma_establish(3), rdma_get_request(3)) over the IB CM:
+ * each connection is a cm_conn (cm/ib_cm.h) whose MADs travel on QP 1 (verbs-shim/mad.h),
+ * whose deadlines a thread of this library keeps, and whose events become rdma_cm events.
+ * What goes on the wire is what the kernel's rdma_cm sends over RoCE (PROTOCOL.md §4.7-4.11):
+ * service ID from port space and port, the cma header ahead of the REQ's private data, GIDs
+ * that are the endpoints' IP addresses, permissive LIDs.
+ *
+ * The QP: librdmacm's way. With id->qp, the library moves it to RTR and RTS itself (the
+ * active side on the REP, before its RTU; the passive side in rdma_accept) and reports
+ * ESTABLISHED; without (rping -q), the active side gets CONNECT_RESPONSE, readies its QP with
+ * rdma_init_qp_attr, and rdma_establish sends the RTU. rdma_disconnect moves the QP to ERR
+ * (its receives flush) and sends DREQ, or DREP if the peer disconnected first.
+ *
+ * One lock guards every connection and listener; MADs arrive on the engine's receiving
+ * thread, deadlines are kept by the CM thread.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cm/ib_cm.h"
+#include "verbs-shim/export.h"
+#include "verbs-shim/mad.h"
+#include "verbs-shim/rdmacm/cma.h"
+
+/* What Linux puts in a REQ over RoCE (PROTOCOL.md §4.4, §4.9). */
+#define CM_RESPONSE_TIMEOUT 20
+#define CM_MAX_RETRIES      15
+#define PACKET_LIFE_TIME    16
+#define LOCAL_ACK_TIMEOUT   17 /* cm_ack_timeout(15, 16) */
+#define TARGET_ACK_DELAY    15
+
+struct cma_conn {
+	struct cm_conn cm;
+	struct cma_id *id; /* NULL once the id is destroyed */
+	uint8_t sgid[16], dgid[16];
+	uint32_t my_psn, peer_qpn, peer_psn;
+	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry, path_mtu;
+	struct cma_conn *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct cma_conn *conns;
+	struct cma_id *listeners;
+	uint32_t next_comm_id;
+	bool started;
+	pthread_t thread;
+} cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+static const struct cm_timing timing = {.remote_response_timeout = CM_RESPONSE_TIMEOUT,
+					.packet_life_time = PACKET_LIFE_TIME,
+					.max_cm_retries = CM_MAX_RETRIES,
+					.timewait = LOCAL_ACK_TIMEOUT + 2};
+
+/* A GID of an IP sockaddr (IPv4-mapped for IPv4). */
+static void gid_of(uint8_t gid[16], const struct sockaddr *sa)
+{
+	memset(gid, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else {
+		memcpy(gid, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	}
+}
+
+static void sa_of(struct sockaddr_storage *ss, const uint8_t gid[16], uint16_t port)
+{
+	static const uint8_t mapped[12] = {[10] = 0xff, 0xff};
+
+	memset(ss, 0, sizeof(*ss));
+	if (!memcmp(gid, mapped, 12)) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, gid + 12, 4);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, gid, 16);
+	}
+}
+
+static uint16_t port_of(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port
+					      : ((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+/* The GID table index of @gid on @ctx port 1, or -1. */
+static int gid_index(struct ibv_context *ctx, const uint8_t gid[16])
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, 1, &pa))
+		return -1;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		union ibv_gid g;
+
+		if (!ibv_query_gid(ctx, 1, i, &g) && !memcmp(g.raw, gid, 16))
+			return i;
+	}
+	return -1;
+}
+
+/* Send what the connection has to send. Locked. */
+static void flush(struct cma_conn *c)
+{
+	struct cm_msg m;
+	uint8_t mad[CM_MAD_LEN];
+
+	while (cm_conn_write(&c->cm, &m, now_ns()))
+		if (cm_encode(&m, mad))
+			uroce_mad_send(c->sgid, c->dgid, 0, 64, mad); /* a loss is retried */
+}
+
+/* The QP attributes for RTR and RTS from the connection (PROTOCOL.md §4.9). */
+static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
+{
+	struct rdma_cm_id *id = &c->id->id;
+	int idx;
+
+	switch (a->qp_state) {
+	case IBV_QPS_RTR:
+		idx = gid_index(id->verbs, c->sgid);
+		if (idx < 0)
+			return ENODEV;
+		a->path_mtu = (enum ibv_mtu)c->path_mtu;
+		a->dest_qp_num = c->peer_qpn;
+		a->rq_psn = c->peer_psn;
+		a->max_dest_rd_atomic = c->responder_resources ? c->responder_resources : 1;
+		a->min_rnr_timer = 12; /* 0.64 ms, as rxe's default */
+		memset(&a->ah_attr, 0, sizeof(a->ah_attr));
+		a->ah_attr.is_global = 1;
+		a->ah_attr.port_num = id->port_num;
+		memcpy(a->ah_attr.grh.dgid.raw, c->dgid, 16);
+		a->ah_attr.grh.sgid_index = (uint8_t)idx;
+		a->ah_attr.grh.hop_limit = 64;
+		/* The access the connection grants (ib_cm's RTR attributes). */
+		a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		if (c->responder_resources)
+			a->qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
+			IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case IBV_QPS_RTS:
+		a->sq_psn = c->my_psn;
+		a->timeout = LOCAL_ACK_TIMEOUT;
+		a->retry_cnt = c->retry_count;
+		a->rnr_retry = c->rnr_retry;
+		a->max_rd_atomic = c->initiator_depth ? c->initiator_depth : 1;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+/* Take id->qp to RTR and RTS. 0 or an errno. */
+static int ready_qp(struct cma_conn *c)
+{
+	static const enum ibv_qp_state states[] = {IBV_QPS_RTR, IBV_QPS_RTS};
+
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_attr a = {.qp_state = states[i]};
+		int mask, err = qp_attr(c, &a, &mask);
+
+		if (!err)
+			err = ibv_modify_qp(c->id->id.qp, &a, mask);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void qp_to_error(struct rdma_cm_id *id)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+	if (id->qp)
+		ibv_modify_qp(id->qp, &a, IBV_QP_STATE);
+}
+
+static void set_conn_param(struct rdma_conn_param *p, const struct cma_conn *c)
+{
+	memset(p, 0, sizeof(*p));
+	p->responder_resources = c->initiator_depth; /* the peer's, seen from here */
+	p->initiator_depth = c->responder_resources;
+	p->rnr_retry_count = c->rnr_retry;
+	p->retry_count = c->retry_count;
+	p->qp_num = c->peer_qpn;
+}
+
+/* Turn the connection's CM events into rdma_cm events. Locked. */
+static void deliver(struct cma_conn *c)
+{
+	struct cm_event ev;
+
+	while (cm_conn_event(&c->cm, &ev)) {
+		struct rdma_cm_id *id = c->id ? &c->id->id : NULL;
+		struct rdma_conn_param p;
+		int err;
+
+		if (!id)
+			continue; /* destroyed: the connection only finishes its protocol */
+		set_conn_param(&p, c);
+		switch (ev.type) {
+		case CM_EV_REP:
+			c->peer_qpn = ev.msg.u.rep.local_qpn;
+			c->peer_psn = ev.msg.u.rep.starting_psn;
+			c->rnr_retry = ev.msg.u.rep.rnr_retry_count;
+			p.qp_num = c->peer_qpn;
+			if (!id->qp) {
+				cma_conn_event(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, NULL, &p,
+					       ev.msg.u.rep.private_data, CM_REP_PRIVATE);
+				break;
+			}
+			err = ready_qp(c);
+			if (err) {
+				cm_conn_reject(&c->cm, CM_REJ_CONSUMER, NULL, 0, now_ns());
+				c->id->state = CMA_DISCONNECTED;
+				cma_conn_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -err, NULL, &p,
+					       NULL, 0);
+				break;
+			}
+			cm_conn_rtu(&c->cm, now_ns());
+			c->id->state = CMA_CONNECTED;
+			cma_conn_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, &p,
+				       ev.msg.u.rep.private_data, CM_REP_PRIVATE);
+			break;
+		case CM_EV_RTU:
+			c->id->state = CMA_CONNECTED;
+			cma_conn_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, &p, NULL, 0);
+			break;
+		case CM_EV_REJ:
+			c->id->state = CMA_DISCONNECTED;
+			cma_conn_event(id, RDMA_CM_EVENT_REJECTED, ev.msg.u.rej.reason, NULL, &p,
+				       ev.msg.u.rej.private_data, CM_REJ_PRIVATE);
+			break;
+		case CM_EV_TIMEOUT:
+			if (c->id->state == CMA_CONNECTING) {
+				c->id->state = CMA_DISCONNECTED;
+				cma_conn_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, &p,
+					       NULL, 0);
+			} else {
+				cma_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+			}
+			break;
+		case CM_EV_DREQ:
+			qp_to_error(id);
+			c->id->state = CMA_DISCONNECTED;
+			cma_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+			break;
+		case CM_EV_DREP:
+			cma_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+			break;
+		case CM_EV_TIMEWAIT_EXIT:
+			cma_event(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+			break;
+		case CM_EV_REQ: /* reported by on_req */
+		case CM_EV_MRA:
+		case CM_EV_SIDR_REP:
+			break;
+		}
+	}
+}
+
+static void unlink_conn(struct cma_conn *c)
+{
+	for (struct cma_conn **pp = &cm.conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			return;
+		}
+	}
+}
+
+/* After a connection's MAD or deadline: send, report, and free it once it is done. Locked. */
+static void settle(struct cma_conn *c)
+{
+	flush(c);
+	deliver(c);
+	flush(c);
+	if (c->cm.state == CM_CLOSED && !c->id) {
+		unlink_conn(c);
+		free(c);
+	}
+	pthread_cond_signal(&cm.wake);
+}
+
+static struct cma_conn *new_conn(void)
+{
+	struct cma_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	/* Comm IDs: unique in the process and unlikely to repeat across processes. */
+	if (!cm.next_comm_id && getrandom(&cm.next_comm_id, sizeof(cm.next_comm_id), 0) < 0)
+		cm.next_comm_id = (uint32_t)getpid() << 12;
+	cm_conn_init(&c->cm, ++cm.next_comm_id ? cm.next_comm_id : ++cm.next_comm_id, &timing);
+	if (getrandom(&c->my_psn, sizeof(c->my_psn), 0) < 0)
+		c->my_psn = (uint32_t)now_ns();
+	c->my_psn &= 0xFFFFFF;
+	c->next = cm.conns;
+	cm.conns = c;
+	return c;
+}
+
+/* The listener for a REQ's service ID and destination. Locked. */
+static struct cma_id *listener_of(uint64_t sid, const uint8_t dgid[16])
+{
+	for (struct cma_id *l = cm.listeners; l; l = l->next_listener) {
+		struct rdma_cm_id *id = &l->id;
+		uint8_t g[16];
+		static const uint8_t any4[16] = {[10] = 0xff, 0xff}, any6[16];
+
+		if (cm_service_id((enum cm_port_space)id->ps, port_of(&id->route.addr.src_addr)) !=
+		    sid)
+			continue;
+		gid_of(g, &id->route.addr.src_addr);
+		if (!memcmp(g, any4, 16) || !memcmp(g, any6, 16) || !memcmp(g, dgid, 16))
+			return l;
+	}
+	return NULL;
+}
+
+/* A REQ for a listener: a new id, as librdmacm makes it (ABI.md: context, channel, ps). */
+static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
+{
+	const struct cm_req *req = &m->u.req;
+	struct cma_id *l = listener_of(req->service_id, rx->dgid);
+	struct rdma_cm_id *child;
+	struct cma_conn *c;
+	struct cma_hdr h;
+	struct rdma_conn_param p;
+	struct sockaddr_storage ss;
+
+	/* A repeated REQ belongs to the connection it made. */
+	for (c = cm.conns; c; c = c->next) {
+		if (c->cm.remote_id == req->local_comm_id && !memcmp(c->dgid, rx->sgid, 16)) {
+			cm_conn_read(&c->cm, m, now_ns());
+			settle(c);
+			return;
+		}
+	}
+	if (!l || cma_hdr_decode(req->private_data, &h))
+		return; /* not ours: another process of the host may listen (mad.h) */
+	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
+		return;
+	c = new_conn();
+	if (!c) {
+		rdma_destroy_id(child);
+		return;
+	}
+	c->id = to_cma_id(child);
+	c->id->conn = c;
+	c->id->state = CMA_CONNECTING;
+	memcpy(c->sgid, rx->dgid, 16);
+	memcpy(c->dgid, rx->sgid, 16);
+	c->peer_qpn = req->local_qpn;
+	c->peer_psn = req->starting_psn;
+	c->responder_resources = req->initiator_depth; /* what the peer will read from us */
+	c->initiator_depth = req->responder_resources;
+	c->retry_count = req->retry_count;
+	c->rnr_retry = req->rnr_retry_count;
+	c->path_mtu = req->path_mtu;
+	sa_of(&ss, rx->dgid, (uint16_t)req->service_id);
+	memcpy(&child->route.addr.src_addr, &ss, sizeof(struct sockaddr_in6));
+	sa_of(&ss, rx->sgid, h.src_port);
+	memcpy(&child->route.addr.dst_addr, &ss, sizeof(struct sockaddr_in6));
+	/* A wildcard listener has no device: the one the REQ came to. */
+	child->verbs = l->id.verbs ? l->id.verbs : cma_device_of(rx->dgid);
+	child->port_num = 1;
+	cm_conn_accept_req(&c->cm, m, now_ns());
+	set_conn_param(&p, c);
+	cma_conn_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &l->id, &p,
+		       req->private_data + CM_HDR_LEN, CM_REQ_PRIVATE - CM_HDR_LEN);
+	settle(c);
+}
+
+/* The engine's receiving thread: a MAD on QP 1. */
+static void on_mad(void *arg, const struct uroce_mad_rx *rx)
+{
+	struct cm_msg m;
+	uint32_t mine;
+
+	(void)arg;
+	if (cm_decode(rx->mad, CM_MAD_LEN, &m) != CM_OK)
+		return;
+	pthread_mutex_lock(&cm.lock);
+	if (m.hdr.attr_id == CM_ATTR_REQ) {
+		on_req(&m, rx);
+	} else {
+		/* Every other message names our comm ID: remote (or the SIDR request ID). */
+		mine = m.hdr.attr_id == CM_ATTR_SIDR_REP ? m.u.sidr_rep.request_id
+							 : m.u.rep.remote_comm_id;
+		for (struct cma_conn *c = cm.conns; c; c = c->next) {
+			if (c->cm.local_id == mine && cm_conn_read(&c->cm, &m, now_ns())) {
+				settle(c);
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&cm.lock);
+}
+
+/* The CM thread: retries, time-outs and time-wait of every connection. */
+static void *cm_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&cm.lock);
+	for (;;) {
+		uint64_t next = UINT64_MAX, now = now_ns();
+		struct cma_conn *c = cm.conns;
+
+		while (c) {
+			struct cma_conn *after = c->next;
+
+			if (cm_conn_expiry(&c->cm) <= now) {
+				cm_conn_handle_expiry(&c->cm, now);
+				settle(c);
+			}
+			c = after;
+		}
+		for (c = cm.conns; c; c = c->next)
+			if (cm_conn_expiry(&c->cm) < next)
+				next = cm_conn_expiry(&c->cm);
+		if (next == UINT64_MAX) {
+			pthread_cond_wait(&cm.wake, &cm.lock);
+		} else {
+			struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
+					      .tv_nsec = (long)(next % 1000000000u)};
+
+			pthread_cond_timedwait(&cm.wake, &cm.lock, &ts);
+		}
+	}
+	return NULL;
+}
+
+/* Start receiving MADs and keeping deadlines. Locked. 0 or an errno. */
+static int start(void)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	int err;
+
+	if (cm.started)
+		return 0;
+	err = uroce_mad_set_handler(on_mad, NULL);
+	if (err)
+		return err;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_destroy(&cm.wake);
+	pthread_cond_init(&cm.wake, &ca);
+	pthread_condattr_destroy(&ca);
+	/* All signals blocked on the thread (perftest's SIGALRM belongs to the program). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&cm.thread, NULL, cm_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err) {
+		pthread_detach(cm.thread);
+		cm.started = true;
+	}
+	return err;
+}
+
+/*
+ * 0, or -1 with errno: EINVAL (NULL, or @id not bound or already listening), or the errno of
+ * starting the engine. @backlog is not limited.
+ */
+UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct cma_id *c;
+	int err;
+
+	(void)backlog;
+	if (!id)
+		return fail(EINVAL);
+	c = to_cma_id(id);
+	if (c->state != CMA_BOUND)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cm.lock);
+	err = start();
+	if (!err) {
+		c->state = CMA_LISTEN;
+		c->next_listener = cm.listeners;
+		cm.listeners = c;
+	}
+	pthread_mutex_unlock(&cm.lock);
+	return err ? fail(err) : 0;
+}
+
+/*
+ * 0 (ESTABLISHED, REJECTED, UNREACHABLE or CONNECT_RESPONSE follows; a synchronous id waits
+ * for it), or -1 with errno: EINVAL (NULL, the route not resolved, no QP and no
+ * conn_param->qp_num, more than 56 bytes of private data), ENOMEM, or the errno of starting
+ * the engine.
+ */
+UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct cma_id *ci;
+	struct cma_conn *c;
+	struct cm_req req = {0};
+	struct cma_hdr h = {0};
+	uint32_t qpn;
+	int err;
+
+	if (!id)
+		return fail(EINVAL);
+	if (id->qp_type == IBV_QPT_UD)
+		return cma_not_yet("rdma_connect of a UD id (SIDR)");
+	ci = to_cma_id(id);
+	qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
+	if (ci->state != CMA_ROUTE_RESOLVED || !qpn ||
+	    (conn_param && conn_param->private_data_len > CM_REQ_PRIVATE - CM_HDR_LEN))
+		return fail(EINVAL);
+	pthread_mutex_lock(&cm.lock);
+	err = start();
+	c = err ? NULL : new_conn();
+	if (!c) {
+		pthread_mutex_unlock(&cm.lock);
+		return fail(err ? err : ENOMEM);
+	}
+	c->id = ci;
+	ci->conn = c;
+	ci->state = CMA_CONNECTING;
+	gid_of(c->sgid, &id->route.addr.src_addr);
+	gid_of(c->dgid, &id->route.addr.dst_addr);
+	c->responder_resources = conn_param ? conn_param->responder_resources : 1;
+	c->initiator_depth = conn_param ? conn_param->initiator_depth : 1;
+	c->retry_count = conn_param && conn_param->retry_count < 7 ? conn_param->retry_count : 7;
+	c->rnr_retry =
+		conn_param && conn_param->rnr_retry_count < 7 ? conn_param->rnr_retry_count : 7;
+	c->path_mtu = id->route.path_rec ? id->route.path_rec->mtu : IBV_MTU_1024;
+	req.service_id =
+		cm_service_id((enum cm_port_space)id->ps, port_of(&id->route.addr.dst_addr));
+	req.local_ca_guid = id->verbs ? be64toh(ibv_get_device_guid(id->verbs->device)) : 0;
+	req.local_qpn = qpn;
+	req.responder_resources = c->responder_resources;
+	req.initiator_depth = c->initiator_depth;
+	req.remote_cm_response_timeout = CM_RESPONSE_TIMEOUT;
+	req.transport_type = id->qp_type == IBV_QPT_UC ? 1 : 0;
+	req.e2e_flow_control = conn_param ? conn_param->flow_control : 1;
+	req.starting_psn = c->my_psn;
+	req.local_cm_response_timeout = CM_RESPONSE_TIMEOUT;
+	req.retry_count = c->retry_count;
+	req.pkey = 0xFFFF;
+	req.path_mtu = c->path_mtu;
+	req.rnr_retry_count = c->rnr_retry;
+	req.max_cm_retries = CM_MAX_RETRIES;
+	req.srq = id->srq || (conn_param && conn_param->srq);
+	req.primary.local_lid = req.primary.remote_lid = 0xFFFF; /* permissive (§4.7) */
+	memcpy(req.primary.local_gid, c->sgid, 16);
+	memcpy(req.primary.remote_gid, c->dgid, 16);
+	req.primary.flow_label = ((uint32_t)port_of(&id->route.addr.src_addr) * 31 +
+				  port_of(&id->route.addr.dst_addr)) &
+				 0xFFFFF;
+	req.primary.hop_limit = 64;
+	req.primary.local_ack_timeout = LOCAL_ACK_TIMEOUT;
+	h.ip_version = id->route.addr.src_addr.sa_family == AF_INET ? 4 : 6;
+	h.src_port = port_of(&id->route.addr.src_addr);
+	memcpy(h.src, c->sgid, 16);
+	memcpy(h.dst, c->dgid, 16);
+	cma_hdr_encode(&h, req.private_data);
+	if (conn_param && conn_param->private_data_len)
+		memcpy(req.private_data + CM_HDR_LEN, conn_param->private_data,
+		       conn_param->private_data_len);
+	cm_conn_connect(&c->cm, &req, (uint64_t)1 << 32 | c->cm.local_id, now_ns());
+	settle(c);
+	pthread_mutex_unlock(&cm.lock);
+	return cma_complete(id);
+}
+
+/*
+ * 0 (ESTABLISHED follows when the RTU comes), or -1 with errno: EINVAL (NULL, not a
+ * connection request, more than 196 bytes of private data), or what readying id->qp returns.
+ */
+UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct cma_id *ci;
+	struct cma_conn *c;
+	struct cm_rep rep = {0};
+	int err = 0;
+
+	if (!id)
+		return fail(EINVAL);
+	ci = to_cma_id(id);
+	pthread_mutex_lock(&cm.lock);
+	c = ci->conn;
+	if (!c || c->cm.state != CM_REQ_RCVD ||
+	    (conn_param && conn_param->private_data_len > CM_REP_PRIVATE)) {
+		pthread_mutex_unlock(&cm.lock);
+		return fail(EINVAL);
+	}
+	if (conn_param) {
+		/* As librdmacm: never more than the peer asked for. */
+		if (conn_param->responder_resources < c->responder_resources)
+			c->responder_resources = conn_param->responder_resources;
+		if (conn_param->initiator_depth < c->initiator_depth)
+			c->initiator_depth = conn_param->initiator_depth;
+		c->rnr_retry = conn_param->rnr_retry_count < 7 ? conn_param->rnr_retry_count : 7;
+	}
+	if (id->qp)
+		err = ready_qp(c);
+	if (err) {
+		pthread_mutex_unlock(&cm.lock);
+		return fail(err);
+	}
+	rep.local_qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
+	rep.starting_psn = c->my_psn;
+	rep.responder_resources = c->responder_resources;
+	rep.initiator_depth = c->initiator_depth;
+	rep.target_ack_delay = TARGET_ACK_DELAY;
+	rep.e2e_flow_control = conn_param ? conn_param->flow_control : 1;
+	rep.rnr_retry_count = c->rnr_retry;
+	rep.srq = id->srq != NULL;
+	rep.local_ca_guid = id->verbs ? be64toh(ibv_get_device_guid(id->verbs->device)) : 0;
+	if (conn_param && conn_param->private_data_len)
+		memcpy(rep.private_data, conn_param->private_data, conn_param->private_data_len);
+	cm_conn_rep(&c->cm, &rep, now_ns());
+	settle(c);
+	pthread_mutex_unlock(&cm.lock);
+	return cma_complete(id);
+}
+
+/* 0, or -1 with errno EINVAL (not a connection request or response, or over 148 bytes). */
+UROCE_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			     uint8_t private_data_len)
+{
+	struct cma_conn *c;
+	int err;
+
+	if (!id)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cm.lock);
+	c = to_cma_id(id)->conn;
+	err = c ? cm_conn_reject(&c->cm, CM_REJ_CONSUMER, private_data, private_data_len, now_ns())
+		: EINVAL;
+	if (!err) {
+		to_cma_id(id)->state = CMA_DISCONNECTED;
+		settle(c);
+	}
+	pthread_mutex_unlock(&cm.lock);
+	return err ? fail(err) : 0;
+}
+
+/* Active side without id->qp (CONNECT_RESPONSE): the RTU. 0, or -1 with errno EINVAL. */
+UROCE_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+	struct cma_conn *c;
+	int err;
+
+	if (!id)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cm.lock);
+	c = to_cma_id(id)->conn;
+	err = c ? cm_conn_rtu(&c->cm, now_ns()) : EINVAL;
+	if (!err) {
+		to_cma_id(id)->state = CMA_CONNECTED;
+		settle(c);
+	}
+	pthread_mutex_unlock(&cm.lock);
+	return err ? fail(err) : 0;
+}
+
+/*
+ * The QP goes to ERR (its receives flush) and the peer is told (DREQ, or DREP when it
+ * disconnected first); DISCONNECTED follows. 0, or -1 with errno EINVAL (not connected).
+ */
+UROCE_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
+{
+	struct cma_conn *c;
+	int err;
+
+	if (!id)
+		return fail(EINVAL);
+	qp_to_error(id);
+	pthread_mutex_lock(&cm.lock);
+	c = to_cma_id(id)->conn;
+	err = c ? cm_conn_disconnect(&c->cm, NULL, 0, now_ns()) : EINVAL;
+	if (!err) {
+		to_cma_id(id)->state = CMA_DISCONNECTED;
+		settle(c);
+	}
+	pthread_mutex_unlock(&cm.lock);
+	return err ? fail(err) : 0;
+}
+
+int cma_conn_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask)
+{
+	int err;
+
+	pthread_mutex_lock(&cm.lock);
+	err = id->conn ? qp_attr(id->conn, a, mask) : EINVAL;
+	pthread_mutex_unlock(&cm.lock);
+	return err;
+}
+
+/* A synchronous listener: wait for a connection request. 0 and *@id, or -1 with errno. */
+UROCE_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *ev;
+
+	if (!listen || !id || to_cma_id(listen)->state != CMA_LISTEN)
+		return fail(EINVAL);
+	for (;;) {
+		if (rdma_get_cm_event(listen->channel, &ev))
+			return -1;
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct cma_id *l = to_cma_id(listen);
+
+			*id = ev->id;
+			ev->id->event = ev; /* the request stays readable in id->event */
+			if (l->ep_qp_attr) {
+				struct ibv_qp_init_attr a = *l->ep_qp_attr;
+
+				if (rdma_create_qp(ev->id, l->ep_pd, &a)) {
+					int err = errno;
+
+					rdma_reject(ev->id, NULL, 0);
+					rdma_destroy_id(ev->id);
+					return fail(err);
+				}
+			}
+			return 0;
+		}
+		rdma_ack_cm_event(ev);
+	}
+}
+
+void cma_conn_forget(struct cma_id *id)
+{
+	pthread_mutex_lock(&cm.lock);
+	for (struct cma_id **pp = &cm.listeners; *pp; pp = &(*pp)->next_listener) {
+		if (*pp == id) {
+			*pp = id->next_listener;
+			break;
+		}
+	}
+	if (id->conn) {
+		struct cma_conn *c = id->conn;
+
+		/* Linux: a connected id destroyed disconnects; one in time-wait finishes it. */
+		if (c->cm.state == CM_ESTABLISHED || c->cm.state == CM_DREQ_RCVD)
+			cm_conn_disconnect(&c->cm, NULL, 0, now_ns());
+		c->id = NULL;
+		id->conn = NULL;
+		settle(c);
+	}
+	pthread_mutex_unlock(&cm.lock);
+}
