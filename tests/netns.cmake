@@ -26,6 +26,9 @@ set(_two_hosts
   "udll|6ll|bytes|-|ibv_ud_pingpong -n 50 -s 512 -c"
   "capll|6ll|bytes|CAPTURE=1|ibv_rc_pingpong -n 10 -s 8192 -c"
   "sbwfault|4|perftest|FAULTS=loss=0.03,reorder=0.02,dup=0.01,corrupt=0.01,dir=both|ib_send_bw -n 150"
+  "rping|4|rdmacm|CAPTURE=1|rping -C 100 -S 4000 -V"
+  "rping6only|6only|rdmacm|CAPTURE=1|rping -C 100 -S 4000 -V"
+  "rpingloss|4|rdmacm|LOSS=5|rping -C 40 -S 4000 -V"
   "mcast|4|bytes|-|$<TARGET_FILE:mcast_peer> -n 200"
   "mcast6|6|bytes|CAPTURE=1|$<TARGET_FILE:mcast_peer> -n 200"
 )

@@ -7,8 +7,11 @@
 #   NAME    short and unique per test: names the namespaces and picks the addresses
 #   FAMILY  4, 6 or 6ll: the RoCE traffic's (the GIDs of 10.200.N.1/.2, fd00:200:N::1/::2, or
 #           the veth's IPv6 link-local addresses); the programs' own TCP exchange always uses
-#           IPv4, which the examples' servers listen on
-#   CHECK   "bytes" (rdma-core examples print their throughput), "perftest" (a result row)
+#           IPv4, which the examples' servers listen on. 6only: the veths have no IPv4 address
+#           at all (for rdma_cm programs, which need no TCP exchange)
+#   CHECK   "bytes" (rdma-core examples print their throughput), "perftest" (a result row),
+#           "rdmacm" (rping: server -s -a and client -c -a the server's address, no TCP; the
+#           exit status says whether every byte was right)
 # Each host's ibv_devices must list its own veth's device and not its peer's.
 # Environment: LOSS=P drops P% of the RoCE packets entering either host (nftables numgen
 # random, an independent check of retransmission: this kernel has no netem) -- all but RC
@@ -51,9 +54,11 @@ for ns in "$a" "$b"; do
 	ip -n "$ns" link set lo up
 done
 tcp_b=10.200.$n.2
-ip -n "$a" addr add "10.200.$n.1/24" dev va
-ip -n "$b" addr add "$tcp_b/24" dev vb
-if [[ $family == 6 ]]; then
+if [[ $family != 6only ]]; then
+	ip -n "$a" addr add "10.200.$n.1/24" dev va
+	ip -n "$b" addr add "$tcp_b/24" dev vb
+fi
+if [[ $family == 6 || $family == 6only ]]; then
 	addr_a=fd00:200:$n::1 addr_b=fd00:200:$n::2
 	ip -n "$a" addr add "$addr_a/64" dev va nodad
 	ip -n "$b" addr add "$addr_b/64" dev vb nodad
@@ -122,15 +127,26 @@ fi
 gflag=-g
 [[ $prog == ib_* ]] && gflag=-x
 
-ip netns exec "$b" env "${env[@]}" "${capture[@]}" timeout 90 "$run" "$prog" -d uroce_vb \
-	"$gflag" "$gb" "$@" >"$dir/server.out" 2>&1 &
+if [[ $check == rdmacm ]]; then
+	# rping: the rdma_cm finds device and GID from the address; no TCP side channel.
+	server_args=(-s -a "$addr_b" "$@") client_args=(-c -a "$addr_b" "$@")
+else
+	server_args=(-d uroce_vb "$gflag" "$gb" "$@")
+	client_args=(-d uroce_va "$gflag" "$ga" "$@" "$tcp_b")
+fi
+ip netns exec "$b" env "${env[@]}" "${capture[@]}" timeout 90 "$run" "$prog" \
+	"${server_args[@]}" >"$dir/server.out" 2>&1 &
 server=$!
-for ((i = 0; i < 100; i++)); do
-	ip netns exec "$b" ss -Hltn | grep -q . && break
-	sleep 0.05
-done
-ip netns exec "$a" env "${env[@]}" timeout 90 "$run" "$prog" -d uroce_va "$gflag" "$ga" "$@" \
-	"$tcp_b" >"$dir/client.out" 2>&1
+if [[ $check == rdmacm ]]; then
+	sleep 0.3 # it listens on no TCP port that ss could show
+else
+	for ((i = 0; i < 100; i++)); do
+		ip netns exec "$b" ss -Hltn | grep -q . && break
+		sleep 0.05
+	done
+fi
+ip netns exec "$a" env "${env[@]}" timeout 90 "$run" "$prog" "${client_args[@]}" \
+	>"$dir/client.out" 2>&1
 client_rc=$?
 wait "$server"
 server_rc=$?
@@ -148,6 +164,8 @@ bytes)
 perftest)
 	grep -A1 '#bytes' "$dir/client.out" | tail -n 1 | grep -qE '^ *[0-9]+ +[0-9]+' || ok=0
 	;;
+rdmacm) ;; # rping -V exits non-zero on a wrong byte
+
 esac
 if ((client_rc != 0 || server_rc != 0 || !ok)); then
 	echo "FAIL: $prog $* between two namespaces (client $client_rc, server $server_rc)" >&2
