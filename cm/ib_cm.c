@@ -364,6 +364,16 @@ uint64_t cm_conn_expiry(const struct cm_conn *c)
 	return c->deadline ? c->deadline : UINT64_MAX;
 }
 
+void cm_conn_hurry(struct cm_conn *c, uint64_t interval, uint64_t now)
+{
+	if (c->state != CM_REQ_SENT && c->state != CM_REP_SENT && c->state != CM_DREQ_SENT &&
+	    c->state != CM_SIDR_REQ_SENT)
+		return;
+	c->timeout_ns = interval;
+	if (c->deadline > now + interval)
+		c->deadline = now + interval;
+}
+
 void cm_conn_handle_expiry(struct cm_conn *c, uint64_t now)
 {
 	if (!c->deadline || now < c->deadline)

@@ -146,6 +146,12 @@ bool cm_conn_write(struct cm_conn *c, struct cm_msg *out, uint64_t now);
 /* The next deadline, or UINT64_MAX. */
 uint64_t cm_conn_expiry(const struct cm_conn *c);
 
+/*
+ * The owner is going away (a process exiting): repeat an outstanding request every @interval
+ * from now on instead of the IBTA interval, so that the retries fit in the time left.
+ */
+void cm_conn_hurry(struct cm_conn *c, uint64_t interval, uint64_t now);
+
 /* Act on the deadline if it has come: a retry, a timeout, the end of time-wait. */
 void cm_conn_handle_expiry(struct cm_conn *c, uint64_t now);
 

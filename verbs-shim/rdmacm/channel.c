@@ -16,6 +16,12 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/rdmacm/cma.h"
 
+/* Events taken and not yet acked, counted per id (struct cma_id.events_out). */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+} acks = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
 /* NULL with errno ENOMEM, or eventfd's errno (EMFILE, ...). */
 UROCE_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
@@ -128,6 +134,10 @@ UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rd
 	if (!c->head)
 		c->tail = &c->head;
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&acks.lock);
+	if (e->ev.id)
+		to_cma_id(e->ev.id)->events_out++;
+	pthread_mutex_unlock(&acks.lock);
 	*event = &e->ev;
 	if (e->ev.id && to_cma_id(e->ev.id)->sync)
 		e->ev.id->event = &e->ev; /* the last event, for synchronous use (ABI.md §2) */
@@ -143,6 +153,51 @@ UROCE_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	}
 	if (event->id && event->id->event == event)
 		event->id->event = NULL;
+	if (event->id) {
+		pthread_mutex_lock(&acks.lock);
+		to_cma_id(event->id)->events_out--;
+		pthread_cond_broadcast(&acks.done);
+		pthread_mutex_unlock(&acks.lock);
+	}
 	free((struct cma_event *)event);
 	return 0;
+}
+
+void cma_events_drain(struct rdma_cm_id *id)
+{
+	struct cma_channel *c = to_channel(id->channel);
+	struct cma_event **pp, *dropped = NULL;
+	uint64_t v;
+
+	/* Those not taken yet go (the kernel's rdma_cm drops them too); */
+	pthread_mutex_lock(&c->lock);
+	for (pp = &c->head; *pp;) {
+		struct cma_event *e = *pp;
+
+		if (e->ev.id == id) {
+			*pp = e->next;
+			e->next = dropped;
+			dropped = e;
+			(void)!read(c->ch.fd, &v, sizeof(v)); /* counted in the fd: take one */
+		} else {
+			pp = &e->next;
+		}
+	}
+	c->tail = &c->head;
+	while (*c->tail)
+		c->tail = &(*c->tail)->next;
+	pthread_mutex_unlock(&c->lock);
+	while (dropped) {
+		struct cma_event *e = dropped;
+
+		dropped = e->next;
+		free(e);
+	}
+	/* those taken are waited for, until acked (librdmacm's rdma_destroy_id). */
+	if (id->event)
+		rdma_ack_cm_event(id->event);
+	pthread_mutex_lock(&acks.lock);
+	while (to_cma_id(id)->events_out)
+		pthread_cond_wait(&acks.done, &acks.lock);
+	pthread_mutex_unlock(&acks.lock);
 }

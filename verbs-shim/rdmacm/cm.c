@@ -760,6 +760,35 @@ UROCE_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id *
 	}
 }
 
+/*
+ * At exit: a process's disconnects must still reach their peers, which the kernel's CM would
+ * go on retrying after the process is gone. Repeat each unanswered DREQ every 20 ms, for at
+ * most half a second, until answered.
+ */
+__attribute__((destructor)) static void finish_disconnects(void)
+{
+	uint64_t end = now_ns() + 500000000u;
+	bool waiting = true;
+
+	pthread_mutex_lock(&cm.lock);
+	while (cm.started && waiting && now_ns() < end) {
+		struct timespec ts = {0, 10000000};
+
+		waiting = false;
+		for (struct cma_conn *c = cm.conns; c; c = c->next) {
+			if (c->cm.state == CM_DREQ_SENT) {
+				cm_conn_hurry(&c->cm, 20000000u, now_ns());
+				waiting = true;
+			}
+		}
+		pthread_cond_signal(&cm.wake);
+		pthread_mutex_unlock(&cm.lock);
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&cm.lock);
+	}
+	pthread_mutex_unlock(&cm.lock);
+}
+
 void cma_conn_forget(struct cma_id *id)
 {
 	pthread_mutex_lock(&cm.lock);

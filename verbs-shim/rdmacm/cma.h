@@ -53,6 +53,7 @@ struct cma_id {
 	struct cma_conn *conn;               /* cm.c: its connection, if any */
 	struct cma_id *next_listener;        /* cm.c: in CMA_LISTEN */
 	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep of a listener: for its requests */
+	unsigned int events_out;             /* channel.c: its events taken and not yet acked */
 	struct ibv_pd *ep_pd;
 };
 
@@ -77,6 +78,12 @@ int cma_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status);
 int cma_conn_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
 		   struct rdma_cm_id *listen, const struct rdma_conn_param *param, const void *pd,
 		   size_t len);
+
+/*
+ * @id is being destroyed: drop its events not yet taken, ack id->event, and wait until every
+ * event of it the application took is acked (rdma_destroy_id(3)).
+ */
+void cma_events_drain(struct rdma_cm_id *id);
 
 /* cm.c: the id is being destroyed; its connection, if any, goes on without it. */
 void cma_conn_forget(struct cma_id *id);

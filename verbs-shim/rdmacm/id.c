@@ -51,7 +51,10 @@ UROCE_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_
 	return 0;
 }
 
-/* 0, or -1 with errno EINVAL for NULL. */
+/*
+ * Waits until the events of @id the application took are acked (and drops those it did not
+ * take), as librdmacm's does. 0, or -1 with errno EINVAL for NULL.
+ */
 UROCE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct cma_id *c;
@@ -62,13 +65,11 @@ UROCE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	}
 	c = to_cma_id(id);
 	cma_conn_forget(c);
+	cma_events_drain(id);
 	cma_release(c);
 	free(c->ep_qp_attr);
-	if (c->sync) {
-		if (id->event)
-			rdma_ack_cm_event(id->event);
+	if (c->sync)
 		rdma_destroy_event_channel(id->channel);
-	}
 	free(c);
 	return 0;
 }
