@@ -6,7 +6,7 @@
 # NAME: rping (-V, 100 pings of 4000 bytes; the server's capture must hold REQ, REP, RTU, DREQ
 # and DREP, decode in tshark with no malformed frame and verify in scapy), rping_q (the
 # application's own QP: CONNECT_RESPONSE and rdma_establish), ucmatose, rdma_server (with
-# rdma_client: the synchronous API, rdma_create_ep and rdma_get_request).
+# rdma_client: the synchronous API, rdma_create_ep and rdma_get_request), udaddy (UD: SIDR).
 set -uo pipefail
 
 run=$1 sanitizer=$2 port=$3 name=$4
@@ -34,6 +34,10 @@ ucmatose)
 rdma_server)
 	server_cmd=(rdma_server -p "$port")
 	client_cmd=(rdma_client -s 127.0.0.1 -p "$port")
+	;;
+udaddy) # UD through SIDR; udaddy has no port option (its own, 7174)
+	server_cmd=(udaddy -c 2 -C 20)
+	client_cmd=(udaddy -c 2 -C 20 -s 127.0.0.1)
 	;;
 *)
 	echo "rdmacm.sh: unknown test $name" >&2

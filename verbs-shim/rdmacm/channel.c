@@ -58,6 +58,18 @@ UROCE_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	free(c);
 }
 
+/* Queue @e on @c: readable on the fd until taken. */
+static void push(struct cma_channel *c, struct cma_event *e)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&c->lock);
+	*c->tail = e;
+	c->tail = &e->next;
+	pthread_mutex_unlock(&c->lock);
+	(void)!write(c->ch.fd, &one, sizeof(one)); /* fails only at 2^64 - 1 events */
+}
+
 int cma_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status)
 {
 	return cma_conn_event(id, type, status, NULL, NULL, NULL, 0);
@@ -69,7 +81,6 @@ int cma_conn_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int stat
 {
 	struct cma_channel *c = to_channel(listen ? listen->channel : id->channel);
 	struct cma_event *e = calloc(1, sizeof(*e));
-	uint64_t one = 1;
 
 	if (!e)
 		return ENOMEM;
@@ -86,11 +97,31 @@ int cma_conn_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int stat
 		e->ev.param.conn.private_data = e->private_data;
 	}
 	e->ev.param.conn.private_data_len = (uint8_t)(len > 255 ? 255 : len);
-	pthread_mutex_lock(&c->lock);
-	*c->tail = e;
-	c->tail = &e->next;
-	pthread_mutex_unlock(&c->lock);
-	(void)!write(c->ch.fd, &one, sizeof(one)); /* fails only at 2^64 - 1 events */
+	push(c, e);
+	return 0;
+}
+
+int cma_ud_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
+		 const struct cma_event_ud *ud, const void *pd, size_t len)
+{
+	struct cma_event *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return ENOMEM;
+	e->ev.id = id;
+	e->ev.event = type;
+	e->ev.status = status;
+	e->ev.param.ud.ah_attr = ud->ah_attr;
+	e->ev.param.ud.qp_num = ud->qp_num;
+	e->ev.param.ud.qkey = ud->qkey;
+	if (len > sizeof(e->private_data))
+		len = sizeof(e->private_data);
+	if (len) {
+		memcpy(e->private_data, pd, len);
+		e->ev.param.ud.private_data = e->private_data;
+	}
+	e->ev.param.ud.private_data_len = (uint8_t)(len > 255 ? 255 : len);
+	push(to_channel(id->channel), e);
 	return 0;
 }
 

@@ -45,6 +45,9 @@ struct cma_conn {
 	uint8_t sgid[16], dgid[16];
 	uint32_t my_psn, peer_qpn, peer_psn;
 	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry, path_mtu;
+	bool sidr;         /* UD: a SIDR exchange rather than a connection */
+	uint32_t sidr_id;  /* passive SIDR: the requester's request ID */
+	uint64_t sidr_sid; /* and its service ID */
 	struct cma_conn *next;
 };
 
@@ -221,6 +224,31 @@ static void set_conn_param(struct rdma_conn_param *p, const struct cma_conn *c)
 	p->qp_num = c->peer_qpn;
 }
 
+/*
+ * UD: the SIDR_REP came (§4.4 SIDR_REP). Success: ESTABLISHED with what an address handle to
+ * the peer's QP needs; another status: UNREACHABLE with it. Locked.
+ */
+static void sidr_answered(struct cma_conn *c, const struct cm_sidr_rep *rep)
+{
+	struct rdma_cm_id *id = &c->id->id;
+	struct cma_event_ud ud = {.qp_num = rep->qpn, .qkey = rep->qkey};
+	int idx = gid_index(id->verbs, c->sgid);
+
+	if (rep->status != CM_SIDR_OK || idx < 0) {
+		c->id->state = CMA_DISCONNECTED;
+		cma_ud_event(id, RDMA_CM_EVENT_UNREACHABLE, rep->status ? rep->status : -ENODEV,
+			     &ud, NULL, 0);
+		return;
+	}
+	ud.ah_attr.is_global = 1;
+	ud.ah_attr.port_num = id->port_num;
+	memcpy(ud.ah_attr.grh.dgid.raw, c->dgid, 16);
+	ud.ah_attr.grh.sgid_index = (uint8_t)idx;
+	ud.ah_attr.grh.hop_limit = 64;
+	c->id->state = CMA_CONNECTED;
+	cma_ud_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, &ud, rep->private_data, CM_SIDR_REP_PRIVATE);
+}
+
 /* Turn the connection's CM events into rdma_cm events. Locked. */
 static void deliver(struct cma_conn *c)
 {
@@ -268,7 +296,7 @@ static void deliver(struct cma_conn *c)
 				       ev.msg.u.rej.private_data, CM_REJ_PRIVATE);
 			break;
 		case CM_EV_TIMEOUT:
-			if (c->id->state == CMA_CONNECTING) {
+			if (c->id->state == CMA_CONNECTING || c->sidr) {
 				c->id->state = CMA_DISCONNECTED;
 				cma_conn_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, &p,
 					       NULL, 0);
@@ -287,9 +315,11 @@ static void deliver(struct cma_conn *c)
 		case CM_EV_TIMEWAIT_EXIT:
 			cma_event(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
 			break;
+		case CM_EV_SIDR_REP:
+			sidr_answered(c, &ev.msg.u.sidr_rep);
+			break;
 		case CM_EV_REQ: /* reported by on_req */
 		case CM_EV_MRA:
-		case CM_EV_SIDR_REP:
 			break;
 		}
 	}
@@ -408,6 +438,68 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	settle(c);
 }
 
+/* A SIDR_REQ for a listener: a new UD id and CONNECT_REQUEST; rdma_accept answers it. */
+static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
+{
+	const struct cm_sidr_req *req = &m->u.sidr_req;
+	struct cma_id *l = listener_of(req->service_id, rx->dgid);
+	struct rdma_cm_id *child;
+	struct cma_conn *c;
+	struct cma_hdr h;
+	struct sockaddr_storage ss;
+	struct cma_event_ud ud = {0};
+
+	/* A repeated SIDR_REQ while the application decides: it is answered once, then. */
+	for (c = cm.conns; c; c = c->next)
+		if (c->sidr && c->sidr_id == req->request_id && !memcmp(c->dgid, rx->sgid, 16))
+			return;
+	if (!l || cma_hdr_decode(req->private_data, &h))
+		return;
+	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
+		return;
+	c = new_conn();
+	if (!c) {
+		rdma_destroy_id(child);
+		return;
+	}
+	c->id = to_cma_id(child);
+	c->id->conn = c;
+	c->id->state = CMA_CONNECTING;
+	c->sidr = true;
+	c->sidr_id = req->request_id;
+	c->sidr_sid = req->service_id;
+	c->cm.tid = m->hdr.tid;
+	memcpy(c->sgid, rx->dgid, 16);
+	memcpy(c->dgid, rx->sgid, 16);
+	sa_of(&ss, rx->dgid, (uint16_t)req->service_id);
+	memcpy(&child->route.addr.src_addr, &ss, sizeof(struct sockaddr_in6));
+	sa_of(&ss, rx->sgid, h.src_port);
+	memcpy(&child->route.addr.dst_addr, &ss, sizeof(struct sockaddr_in6));
+	child->verbs = l->id.verbs ? l->id.verbs : cma_device_of(rx->dgid);
+	child->port_num = 1;
+	cma_ud_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &ud, req->private_data + CM_HDR_LEN,
+		     CM_SIDR_REQ_PRIVATE - CM_HDR_LEN);
+}
+
+/* Passive SIDR: answer the requester with @status (and our QP). Locked. */
+static void sidr_reply(struct cma_conn *c, uint8_t status, const void *pd, size_t len)
+{
+	struct rdma_cm_id *id = &c->id->id;
+	struct cm_msg m = {.hdr = cm_hdr(CM_ATTR_SIDR_REP, c->cm.tid)};
+	uint8_t mad[CM_MAD_LEN];
+
+	m.u.sidr_rep.request_id = c->sidr_id;
+	m.u.sidr_rep.status = status;
+	m.u.sidr_rep.qpn = status == CM_SIDR_OK && id->qp ? id->qp->qp_num : 0;
+	m.u.sidr_rep.service_id = c->sidr_sid;
+	m.u.sidr_rep.qkey = CM_UDP_QKEY;
+	if (len)
+		memcpy(m.u.sidr_rep.private_data, pd, len);
+	if (cm_encode(&m, mad))
+		uroce_mad_send(c->sgid, c->dgid, 0, 64, mad);
+	c->cm.state = CM_CLOSED;
+}
+
 /* The engine's receiving thread: a MAD on QP 1. */
 static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 {
@@ -420,6 +512,8 @@ static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 	pthread_mutex_lock(&cm.lock);
 	if (m.hdr.attr_id == CM_ATTR_REQ) {
 		on_req(&m, rx);
+	} else if (m.hdr.attr_id == CM_ATTR_SIDR_REQ) {
+		on_sidr_req(&m, rx);
 	} else {
 		/* Every other message names our comm ID: remote (or the SIDR request ID). */
 		mine = m.hdr.attr_id == CM_ATTR_SIDR_REP ? m.u.sidr_rep.request_id
@@ -522,6 +616,47 @@ UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return err ? fail(err) : 0;
 }
 
+/* UD: a SIDR_REQ for the peer's QP number and Q_Key (§4.4, §4.11). */
+static int sidr_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct cma_id *ci = to_cma_id(id);
+	struct cm_sidr_req req = {.pkey = 0xFFFF};
+	struct cma_hdr h = {0};
+	struct cma_conn *c;
+	int err;
+
+	if (ci->state != CMA_ROUTE_RESOLVED ||
+	    (conn_param && conn_param->private_data_len > CM_SIDR_REQ_PRIVATE - CM_HDR_LEN))
+		return fail(EINVAL);
+	pthread_mutex_lock(&cm.lock);
+	err = start();
+	c = err ? NULL : new_conn();
+	if (!c) {
+		pthread_mutex_unlock(&cm.lock);
+		return fail(err ? err : ENOMEM);
+	}
+	c->id = ci;
+	c->sidr = true;
+	ci->conn = c;
+	ci->state = CMA_CONNECTING;
+	gid_of(c->sgid, &id->route.addr.src_addr);
+	gid_of(c->dgid, &id->route.addr.dst_addr);
+	req.service_id =
+		cm_service_id((enum cm_port_space)id->ps, port_of(&id->route.addr.dst_addr));
+	h.ip_version = id->route.addr.src_addr.sa_family == AF_INET ? 4 : 6;
+	h.src_port = port_of(&id->route.addr.src_addr);
+	memcpy(h.src, c->sgid, 16);
+	memcpy(h.dst, c->dgid, 16);
+	cma_hdr_encode(&h, req.private_data);
+	if (conn_param && conn_param->private_data_len)
+		memcpy(req.private_data + CM_HDR_LEN, conn_param->private_data,
+		       conn_param->private_data_len);
+	cm_conn_sidr_req(&c->cm, &req, (uint64_t)1 << 32 | c->cm.local_id, now_ns());
+	settle(c);
+	pthread_mutex_unlock(&cm.lock);
+	return cma_complete(id);
+}
+
 /*
  * 0 (ESTABLISHED, REJECTED, UNREACHABLE or CONNECT_RESPONSE follows; a synchronous id waits
  * for it), or -1 with errno: EINVAL (NULL, the route not resolved, no QP and no
@@ -540,7 +675,7 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 	if (!id)
 		return fail(EINVAL);
 	if (id->qp_type == IBV_QPT_UD)
-		return cma_not_yet("rdma_connect of a UD id (SIDR)");
+		return sidr_connect(id, conn_param);
 	ci = to_cma_id(id);
 	qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
 	if (ci->state != CMA_ROUTE_RESOLVED || !qpn ||
@@ -619,6 +754,17 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 	ci = to_cma_id(id);
 	pthread_mutex_lock(&cm.lock);
 	c = ci->conn;
+	if (c && c->sidr && c->cm.state == CM_IDLE) {
+		if (conn_param && conn_param->private_data_len > CM_SIDR_REP_PRIVATE) {
+			pthread_mutex_unlock(&cm.lock);
+			return fail(EINVAL);
+		}
+		sidr_reply(c, CM_SIDR_OK, conn_param ? conn_param->private_data : NULL,
+			   conn_param ? conn_param->private_data_len : 0);
+		ci->state = CMA_CONNECTED;
+		pthread_mutex_unlock(&cm.lock);
+		return 0;
+	}
 	if (!c || c->cm.state != CM_REQ_RCVD ||
 	    (conn_param && conn_param->private_data_len > CM_REP_PRIVATE)) {
 		pthread_mutex_unlock(&cm.lock);
@@ -666,6 +812,14 @@ UROCE_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		return fail(EINVAL);
 	pthread_mutex_lock(&cm.lock);
 	c = to_cma_id(id)->conn;
+	if (c && c->sidr && c->cm.state == CM_IDLE) {
+		sidr_reply(c, CM_SIDR_REJECT, private_data,
+			   private_data_len < CM_SIDR_REP_PRIVATE ? private_data_len
+								  : CM_SIDR_REP_PRIVATE);
+		to_cma_id(id)->state = CMA_DISCONNECTED;
+		pthread_mutex_unlock(&cm.lock);
+		return 0;
+	}
 	err = c ? cm_conn_reject(&c->cm, CM_REJ_CONSUMER, private_data, private_data_len, now_ns())
 		: EINVAL;
 	if (!err) {

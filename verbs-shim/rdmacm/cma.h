@@ -85,6 +85,19 @@ int cma_conn_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int stat
  */
 void cma_events_drain(struct rdma_cm_id *id);
 
+/* What a UD connection event carries (struct rdma_ud_param but the private data). */
+struct cma_event_ud {
+	struct ibv_ah_attr ah_attr;
+	uint32_t qp_num, qkey;
+};
+
+/*
+ * Queue a UD event (SIDR): @ud in event.param.ud with @len bytes of private data at @pd, on
+ * @id's channel (a listener's child shares the listener's). Returns 0 or ENOMEM.
+ */
+int cma_ud_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
+		 const struct cma_event_ud *ud, const void *pd, size_t len);
+
 /* cm.c: the id is being destroyed; its connection, if any, goes on without it. */
 void cma_conn_forget(struct cma_id *id);
 
