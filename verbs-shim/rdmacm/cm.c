@@ -616,12 +616,48 @@ UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return err ? fail(err) : 0;
 }
 
+/*
+ * A new connection for the active @ci (route resolved): its addresses from the route. Locked.
+ * NULL with *@err set (ENOMEM, or the errno of starting the engine).
+ */
+static struct cma_conn *active_conn(struct cma_id *ci, int *err)
+{
+	struct rdma_cm_id *id = &ci->id;
+	struct cma_conn *c;
+
+	*err = start();
+	c = *err ? NULL : new_conn();
+	if (!c) {
+		*err = *err ? *err : ENOMEM;
+		return NULL;
+	}
+	c->id = ci;
+	ci->conn = c;
+	ci->state = CMA_CONNECTING;
+	gid_of(c->sgid, &id->route.addr.src_addr);
+	gid_of(c->dgid, &id->route.addr.dst_addr);
+	return c;
+}
+
+/* REQ and SIDR_REQ private data: the cma header (§4.8), then the application's. */
+static void request_private_data(const struct rdma_cm_id *id, const struct cma_conn *c,
+				 const struct rdma_conn_param *param, uint8_t *pd)
+{
+	struct cma_hdr h = {.ip_version = id->route.addr.src_addr.sa_family == AF_INET ? 4 : 6,
+			    .src_port = port_of(&id->route.addr.src_addr)};
+
+	memcpy(h.src, c->sgid, 16);
+	memcpy(h.dst, c->dgid, 16);
+	cma_hdr_encode(&h, pd);
+	if (param && param->private_data_len)
+		memcpy(pd + CM_HDR_LEN, param->private_data, param->private_data_len);
+}
+
 /* UD: a SIDR_REQ for the peer's QP number and Q_Key (§4.4, §4.11). */
 static int sidr_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct cma_id *ci = to_cma_id(id);
 	struct cm_sidr_req req = {.pkey = 0xFFFF};
-	struct cma_hdr h = {0};
 	struct cma_conn *c;
 	int err;
 
@@ -629,28 +665,15 @@ static int sidr_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 	    (conn_param && conn_param->private_data_len > CM_SIDR_REQ_PRIVATE - CM_HDR_LEN))
 		return fail(EINVAL);
 	pthread_mutex_lock(&cm.lock);
-	err = start();
-	c = err ? NULL : new_conn();
+	c = active_conn(ci, &err);
 	if (!c) {
 		pthread_mutex_unlock(&cm.lock);
-		return fail(err ? err : ENOMEM);
+		return fail(err);
 	}
-	c->id = ci;
 	c->sidr = true;
-	ci->conn = c;
-	ci->state = CMA_CONNECTING;
-	gid_of(c->sgid, &id->route.addr.src_addr);
-	gid_of(c->dgid, &id->route.addr.dst_addr);
 	req.service_id =
 		cm_service_id((enum cm_port_space)id->ps, port_of(&id->route.addr.dst_addr));
-	h.ip_version = id->route.addr.src_addr.sa_family == AF_INET ? 4 : 6;
-	h.src_port = port_of(&id->route.addr.src_addr);
-	memcpy(h.src, c->sgid, 16);
-	memcpy(h.dst, c->dgid, 16);
-	cma_hdr_encode(&h, req.private_data);
-	if (conn_param && conn_param->private_data_len)
-		memcpy(req.private_data + CM_HDR_LEN, conn_param->private_data,
-		       conn_param->private_data_len);
+	request_private_data(id, c, conn_param, req.private_data);
 	cm_conn_sidr_req(&c->cm, &req, (uint64_t)1 << 32 | c->cm.local_id, now_ns());
 	settle(c);
 	pthread_mutex_unlock(&cm.lock);
@@ -668,7 +691,6 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 	struct cma_id *ci;
 	struct cma_conn *c;
 	struct cm_req req = {0};
-	struct cma_hdr h = {0};
 	uint32_t qpn;
 	int err;
 
@@ -682,17 +704,11 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 	    (conn_param && conn_param->private_data_len > CM_REQ_PRIVATE - CM_HDR_LEN))
 		return fail(EINVAL);
 	pthread_mutex_lock(&cm.lock);
-	err = start();
-	c = err ? NULL : new_conn();
+	c = active_conn(ci, &err);
 	if (!c) {
 		pthread_mutex_unlock(&cm.lock);
-		return fail(err ? err : ENOMEM);
+		return fail(err);
 	}
-	c->id = ci;
-	ci->conn = c;
-	ci->state = CMA_CONNECTING;
-	gid_of(c->sgid, &id->route.addr.src_addr);
-	gid_of(c->dgid, &id->route.addr.dst_addr);
 	c->responder_resources = conn_param ? conn_param->responder_resources : 1;
 	c->initiator_depth = conn_param ? conn_param->initiator_depth : 1;
 	c->retry_count = conn_param && conn_param->retry_count < 7 ? conn_param->retry_count : 7;
@@ -724,14 +740,7 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 				 0xFFFFF;
 	req.primary.hop_limit = 64;
 	req.primary.local_ack_timeout = LOCAL_ACK_TIMEOUT;
-	h.ip_version = id->route.addr.src_addr.sa_family == AF_INET ? 4 : 6;
-	h.src_port = port_of(&id->route.addr.src_addr);
-	memcpy(h.src, c->sgid, 16);
-	memcpy(h.dst, c->dgid, 16);
-	cma_hdr_encode(&h, req.private_data);
-	if (conn_param && conn_param->private_data_len)
-		memcpy(req.private_data + CM_HDR_LEN, conn_param->private_data,
-		       conn_param->private_data_len);
+	request_private_data(id, c, conn_param, req.private_data);
 	cm_conn_connect(&c->cm, &req, (uint64_t)1 << 32 | c->cm.local_id, now_ns());
 	settle(c);
 	pthread_mutex_unlock(&cm.lock);
