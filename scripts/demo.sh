@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, and run the demo: two processes -- rdma-core's
 # unmodified ibv_rc_pingpong, server and client -- talking RoCEv2 over uroce on loopback, the
-# server's traffic captured to build/uroce-pingpong.pcap. Then uroce-demo writes a reference
-# conversation of every packet kind to build/uroce-demo.pcap.
+# server's traffic captured to build/uroce-pingpong.pcap; then Debian's rping, connecting
+# through the rdma_cm (REQ, REP, RTU ... DREQ, DREP on the wire), captured to
+# build/uroce-rping.pcap. Then uroce-demo writes a reference conversation of every packet kind
+# to build/uroce-demo.pcap.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
@@ -21,6 +23,15 @@ done
 timeout 60 "$run" ibv_rc_pingpong "${args[@]}" 127.0.0.1
 wait "$server"
 echo "== the capture, as tshark decodes it (first frames)"
-tshark --disable-heuristic rpcrdma_infiniband -r "$pcap" | head -12
+tshark --disable-heuristic rpcrdma_infiniband -r "$pcap" -c 12 2>/dev/null
+rping_pcap=$top/build/uroce-rping.pcap
+echo "== rping server and client over uroce's rdma_cm (capture: $rping_pcap)"
+UROCE_PCAP=$rping_pcap timeout 60 "$run" rping -s -a 127.0.0.1 -p 18516 -C 10 -V &
+server=$!
+sleep 0.3 # the server listens (on no TCP port ss could show)
+timeout 60 "$run" rping -c -a 127.0.0.1 -p 18516 -C 10 -V -v
+wait "$server"
+echo "== the connection manager's messages in that capture"
+tshark --disable-heuristic rpcrdma_infiniband -r "$rping_pcap" -Y infiniband.mad 2>/dev/null
 echo "== reference frames"
 exec "$top/build/release/bin/uroce-demo" --pcap "$top/build/uroce-demo.pcap"
