@@ -286,8 +286,10 @@ enum cm_port_space {
 uint64_t cm_service_id(enum cm_port_space ps, uint16_t port);
 
 /*
- * The port space and port of an rdma_cm service ID: true if @sid is in the RDMA IP CM service
- * range with one of the port spaces above, else false.
+ * The port space and port of an rdma_cm service ID: true if @sid is (port space << 16) + port
+ * for one of the port spaces above, else false. TCP, UDP and IB IDs lie in the RDMA IP CM
+ * service range 0x0000000001xxxxxx (§4.8); an IPoIB one (0x0002) lies below it, as the kernel
+ * forms it the same way.
  */
 bool cm_service_split(uint64_t sid, enum cm_port_space *ps, uint16_t *port);
 
