@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cm/wire.h"
 #include "fabric/config.h"
 #include "fabric/faults.h"
 #include "fabric/log.h"
@@ -48,7 +49,8 @@ struct uroce_net {
 	struct uroce_rdv *rdv;           /* likewise */
 	struct uroce_mcast *mcast;       /* likewise */
 	_Atomic uint64_t rx_packets, tx_packets, tx_errors, rx_short, rx_unknown_qpn;
-	atomic_bool no_gso; /* a GSO send failed with EIO/EINVAL: send one by one */
+	atomic_bool no_gso;  /* a GSO send failed with EIO/EINVAL: send one by one */
+	atomic_uint gsi_psn; /* QP 1's next send PSN */
 };
 
 uint64_t uroce_now(void)
@@ -223,6 +225,7 @@ static void on_datagram(void *arg, const struct uroce_rx *rx)
 		deliver(net, rx);
 		break;
 	case UROCE_RDV_FORWARDED:
+	case UROCE_RDV_ANSWERED:
 		break;
 	case UROCE_RDV_UNKNOWN:
 		atomic_fetch_add(&net->rx_unknown_qpn, 1);
@@ -251,9 +254,16 @@ static void forwarded(void *arg, const struct uroce_rx *rx)
 	on_datagram(arg, rx);
 }
 
+static void answer_mad(void *arg, const struct uroce_rx *rx, const uint8_t mad[256])
+{
+	/* From the address the MAD came to, as the kernel's GSI answers; the IP TTL Linux uses. */
+	uroce_net_send_mad(arg, rx->ip.dgid, rx->ip.sgid, rx->ip.tos, 64, mad);
+}
+
 static const struct uroce_rdv_ops rdv_ops = {
 	.bind_port = bind_port,
 	.forwarded = forwarded,
+	.answer_mad = answer_mad,
 };
 
 /*
@@ -667,4 +677,36 @@ void uroce_net_get_stats(struct uroce_net *net, struct uroce_net_stats *out)
 int uroce_net_is_hub(struct uroce_net *net)
 {
 	return uroce_rdv_is_hub(net->rdv);
+}
+
+int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint8_t dgid[16],
+		       uint8_t tos, uint8_t ttl, const uint8_t mad[256])
+{
+	struct roce_pkt pkt = {
+		.bth = {.opcode = ROCE_TR_UD | ROCE_OP_SEND_ONLY,
+			.pkey = 0xFFFF,
+			.dqpn = ROCE_GSI_QPN,
+			/* QP 1's send PSN: from 0, one per MAD (§4.1) */
+			.psn = atomic_fetch_add(&net->gsi_psn, 1) & ROCE_PSN_MASK},
+		.deth = {.qkey = CM_QP1_QKEY, .src_qpn = ROCE_GSI_QPN},
+		.payload = mad,
+		.payload_len = CM_MAD_LEN,
+	};
+	struct roce_ipudp f = {.tos = tos, .ttl = ttl};
+	uint8_t buf[ROCE_BTH_LEN + ROCE_DETH_LEN + CM_MAD_LEN + ROCE_ICRC_LEN];
+	size_t len = roce_encode(buf, sizeof(buf), &pkt);
+
+	memcpy(f.sgid, sgid, 16);
+	memcpy(f.dgid, dgid, 16);
+	return uroce_net_send(net, &f, buf, len);
+}
+
+int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s)
+{
+	return uroce_rdv_service(net->rdv, op, s);
+}
+
+uint32_t uroce_net_comm_tag(struct uroce_net *net)
+{
+	return uroce_rdv_comm_tag(net->rdv);
 }

@@ -53,11 +53,11 @@ struct uroce_rx {
 
 struct uroce_net_ops {
 	/*
-	 * A datagram whose DestQP this process owns, or for QP 1 (every process gets those) or
-	 * multicast DestQP 0xFFFFFF (likewise). Called on the progress thread or a thread in
-	 * uroce_net_poll(), never concurrently with itself or a timer callback. rx->icrc says
-	 * whether the ICRC holds; a bad one is delivered (and captured) all the same, for the
-	 * owner to count and drop.
+	 * A datagram whose DestQP this process owns, a CM MAD to QP 1 routed to this process
+	 * (rdv.h), or one to multicast DestQP 0xFFFFFF (every process gets those). Called on the
+	 * progress thread or a thread in uroce_net_poll(), never concurrently with itself or a
+	 * timer callback. rx->icrc says whether the ICRC holds; a bad one is delivered (and
+	 * captured) all the same, for the owner to count and drop.
 	 */
 	void (*recv)(void *arg, const struct uroce_rx *rx);
 	/*
@@ -67,6 +67,23 @@ struct uroce_net_ops {
 	void (*batch_end)(void *arg);
 	/* Threads stopped polling (uroce_net_poll): on the progress thread. May be NULL. */
 	void (*polling_ended)(void *arg);
+};
+
+/*
+ * An rdma_cm address bound on the host (ARCHITECTURE.md "The host's CM directory"): ports are
+ * reserved, and REQs routed to listeners, across the processes of a host, as the kernel's
+ * rdma_cm does across the programs of a machine.
+ */
+struct uroce_service {
+	uint16_t ps;     /* rdma_cm port space (cm/wire.h enum cm_port_space) */
+	uint16_t port;   /* 0 in UROCE_SERVICE_BIND: a free one of 32768..60999, filled in */
+	uint8_t gid[16]; /* the address as a GID; ::ffff:0.0.0.0 is any IPv4, :: any address */
+};
+
+enum uroce_service_op {
+	UROCE_SERVICE_BIND = 1, /* reserve the port at the address */
+	UROCE_SERVICE_LISTEN,   /* REQs and SIDR_REQs for it come to this process */
+	UROCE_SERVICE_UNBIND,   /* give it up (listening too) */
 };
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline below. */
@@ -190,5 +207,28 @@ void uroce_net_get_stats(struct uroce_net *net, struct uroce_net_stats *out);
 
 /* True while this process is the hub (holds UDP 4791). For tests and diagnostics. */
 int uroce_net_is_hub(struct uroce_net *net);
+
+/*
+ * Send the 256-byte CM MAD @mad to QP 1 at @dgid from @sgid (an address of this host) with @tos
+ * and @ttl: a UD SEND Only from QP 1 with QP 1's Q_Key and P_Key 0xFFFF (PROTOCOL.md §4.1).
+ * Any thread. Returns what uroce_net_send returns.
+ */
+int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint8_t dgid[16],
+		       uint8_t tos, uint8_t ttl, const uint8_t mad[256]);
+
+/*
+ * @op on @s in the host's CM directory, waiting for the hub's answer (an application thread;
+ * the progress thread gets EAGAIN unless it is the hub's). BIND fills s->port when it was 0.
+ * Returns 0, or EADDRINUSE (BIND: an overlapping binding holds the port, or no ephemeral port
+ * is free), EINVAL (LISTEN: not bound by this process), ETIMEDOUT (no answer within 10 s), or
+ * the error that made the rendezvous unusable.
+ */
+int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s);
+
+/*
+ * The tag of this process's CM communication IDs (cm/route.h cm_comm_id): fixed while the
+ * process lives, unique among the host's processes.
+ */
+uint32_t uroce_net_comm_tag(struct uroce_net *net);
 
 #endif

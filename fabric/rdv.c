@@ -18,78 +18,15 @@
 #include <unistd.h>
 
 #include "fabric/log.h"
-#include "fabric/rdv_proto.h"
+#include "fabric/rdv_int.h"
 #include "transport/wire.h"
 
-#define MS                1000000ull
-#define MEET_TIMEOUT_NS   (2000 * MS) /* a bound name nobody listens on, for this long */
-#define BIND_TIMEOUT_NS   (1000 * MS) /* the UDP port still held, for this long */
-#define BIND_RETRY_NS     (100 * MS)
-#define REQUEST_TIMEOUT_S 10
-#define SEND_TIMEOUT_MS   1000 /* a control message to a process that does not read */
-#define SOCK_BUF          (4 << 20)
-#define MSG_MAX           (sizeof(struct rdv_frame) + UROCE_PROGRESS_PAYLOAD_MAX)
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
-/* A connection: on the hub, to another process; elsewhere, to the hub. */
-struct conn {
-	struct uroce_rdv *r;
-	int fd;
-	struct uroce_watch *watch;
-	uint64_t token;    /* hub: 0 until HELLO */
-	uint16_t ports[2]; /* hub: the process's own UDP ports (HELLO) */
-	pid_t pid;         /* SO_PEERCRED, as seen from here */
-	bool dead;         /* hub: to be dropped by reap() */
-	struct conn *next;
-};
-
-struct uroce_rdv {
-	uint16_t port;
-	struct uroce_progress *progress;
-	struct uroce_qpn *qpn;
-	const struct uroce_rdv_ops *ops;
-	void *arg;
-	uint64_t token;       /* this process */
-	uint16_t my_ports[2]; /* its own UDP sockets' ports, IPv4 and IPv6 */
-	struct sockaddr_un name;
-	socklen_t name_len;
-
-	/* Each block owner's own UDP ports (IPv4 | IPv6 << 16): written on the progress thread. */
-	_Atomic uint32_t ports[UROCE_QPN_BLOCKS];
-
-	/* Progress thread only. */
-	uint64_t owner[UROCE_QPN_BLOCKS];     /* token of each block's owner; 0: free */
-	struct conn *route[UROCE_QPN_BLOCKS]; /* hub: where each block's datagrams go */
-	bool hub;
-	int listen_fd;
-	struct uroce_watch *listen_watch;
-	struct conn *conns; /* hub: the other processes */
-	bool have_dead;
-	struct conn *up;    /* not hub: the connection to the hub */
-	bool table_pending; /* not hub: the hub's first TABLE record replaces our copy */
-	uint32_t next_block;
-	uint32_t outstanding; /* requests sent to the hub and not answered */
-	struct uroce_timer grace;
-	struct uroce_timer bind_retry;
-	int evfd; /* application threads: requests are waiting */
-	struct uroce_watch *ev_watch;
-	_Alignas(8) uint8_t buf[MSG_MAX];
-
-	/* Shared with application threads. */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint32_t wanted; /* requests not yet sent */
-	uint64_t grants, fulls;
-	int fatal; /* the rendezvous is unusable */
-	atomic_bool is_hub;
-	_Atomic uint64_t forwarded, forward_lost;
-};
-
-static struct rdv_hdr hdr(enum rdv_type type)
-{
-	return (struct rdv_hdr){.magic = RDV_MAGIC, .version = RDV_VERSION, .type = (uint16_t)type};
-}
+#define MS              1000000ull
+#define MEET_TIMEOUT_NS (2000 * MS) /* a bound name nobody listens on, for this long */
+#define BIND_TIMEOUT_NS (1000 * MS) /* the UDP port still held, for this long */
+#define BIND_RETRY_NS   (100 * MS)
+#define SEND_TIMEOUT_MS 1000 /* a control message to a process that does not read */
+#define SOCK_BUF        (4 << 20)
 
 /*
  * Send one record. With @wait, wait up to SEND_TIMEOUT_MS for room once. Returns 0 or errno.
@@ -125,7 +62,7 @@ static int send_msg(int fd, const void *msg, size_t len)
 }
 
 /* Hub: a control message to @c; a process that cannot take it is dropped (it will rejoin). */
-static void conn_send(struct conn *c, const void *msg, size_t len)
+void rdv_conn_send(struct conn *c, const void *msg, size_t len)
 {
 	int err;
 
@@ -143,7 +80,7 @@ static void conn_send(struct conn *c, const void *msg, size_t len)
 }
 
 /* Not hub: a message to the hub. If it has gone, its EOF starts the takeover. */
-static void up_send(struct uroce_rdv *r, const void *msg, size_t len)
+void rdv_up_send(struct uroce_rdv *r, const void *msg, size_t len)
 {
 	int err = r->up ? send_msg(r->up->fd, msg, len) : ENOTCONN;
 
@@ -231,6 +168,7 @@ static void add_own_block(struct uroce_rdv *r, uint32_t block)
 {
 	int err = uroce_qpn_add_block(r->qpn, block);
 
+	rdv_cm_own_block(r, block);
 	if (err)
 		uroce_log(UROCE_LOG_ERROR, "rendezvous: QPN block %u: %s", block, strerror(err));
 }
@@ -249,7 +187,8 @@ static uint32_t pack_ports(const uint16_t ports[2])
 static void set_owner(struct uroce_rdv *r, uint32_t block, uint64_t token, const uint16_t *ports,
 		      struct conn *route, struct conn *skip)
 {
-	struct rdv_owner_msg m = {.hdr = hdr(RDV_OWNER), .owner = {.block = block, .token = token}};
+	struct rdv_owner_msg m = {.hdr = rdv_header(RDV_OWNER),
+				  .owner = {.block = block, .token = token}};
 
 	if (ports)
 		memcpy(m.owner.ports, ports, sizeof(m.owner.ports));
@@ -258,7 +197,7 @@ static void set_owner(struct uroce_rdv *r, uint32_t block, uint64_t token, const
 	r->route[block] = route;
 	for (struct conn *c = r->conns; c; c = c->next)
 		if (c != skip && c->token)
-			conn_send(c, &m, sizeof(m));
+			rdv_conn_send(c, &m, sizeof(m));
 }
 
 /* The next free block after the last one handed out. */
@@ -286,6 +225,7 @@ static int hub_self_grant(struct uroce_rdv *r)
 		return ENOSPC;
 	}
 	set_owner(r, block, r->token, r->my_ports, NULL, NULL);
+	rdv_cm_own_block(r, block);
 	err = uroce_qpn_add_block(r->qpn, block);
 	answered(r, !err);
 	return err;
@@ -305,6 +245,7 @@ static void drop_conn(struct uroce_rdv *r, struct conn *c)
 	for (uint32_t b = 0; c->token && b < UROCE_QPN_BLOCKS; b++)
 		if (r->owner[b] == c->token)
 			set_owner(r, b, 0, NULL, NULL, NULL);
+	rdv_cm_conn_gone(r, c);
 	free(c);
 }
 
@@ -323,7 +264,7 @@ static void reap(struct uroce_rdv *r)
 	}
 }
 
-static void protocol_error(struct conn *c, const char *what)
+void rdv_protocol_error(struct conn *c, const char *what)
 {
 	uroce_log(UROCE_LOG_ERROR, "rendezvous: process %d sent %s; dropping it", (int)c->pid,
 		  what);
@@ -337,7 +278,7 @@ static void send_table(struct uroce_rdv *r, struct conn *c)
 		uint8_t buf[sizeof(struct rdv_table) + RDV_TABLE_MAX * sizeof(struct rdv_owner)];
 	struct rdv_table *t = (struct rdv_table *)buf;
 
-	t->hdr = hdr(RDV_TABLE);
+	t->hdr = rdv_header(RDV_TABLE);
 	t->pad = 0;
 	t->count = 0;
 	for (uint32_t b = 0; b < UROCE_QPN_BLOCKS; b++) {
@@ -349,7 +290,7 @@ static void send_table(struct uroce_rdv *r, struct conn *c)
 						   .token = r->owner[b]};
 		/* The last record is sent even if empty: it is what replaces the process's copy. */
 		if (t->count == RDV_TABLE_MAX || b == UROCE_QPN_BLOCKS - 1) {
-			conn_send(c, t, sizeof(*t) + t->count * sizeof(t->entry[0]));
+			rdv_conn_send(c, t, sizeof(*t) + t->count * sizeof(t->entry[0]));
 			t->count = 0;
 		}
 	}
@@ -360,12 +301,12 @@ static void hub_hello(struct uroce_rdv *r, struct conn *c, const struct rdv_hell
 	struct ucred cred = peer_cred(c->fd);
 
 	if (!m->token || m->token == r->token) {
-		protocol_error(c, "a bad token");
+		rdv_protocol_error(c, "a bad token");
 		return;
 	}
 	for (struct conn *o = r->conns; o; o = o->next) {
 		if (o != c && o->token == m->token) {
-			protocol_error(c, "the token of another process");
+			rdv_protocol_error(c, "the token of another process");
 			return;
 		}
 	}
@@ -382,27 +323,27 @@ static void hub_hello(struct uroce_rdv *r, struct conn *c, const struct rdv_hell
 
 static void hub_request(struct uroce_rdv *r, struct conn *c)
 {
-	struct rdv_block_msg m = {.hdr = hdr(RDV_GRANT)};
+	struct rdv_block_msg m = {.hdr = rdv_header(RDV_GRANT)};
 	uint32_t block;
 
 	if (!find_free(r, &block)) {
-		struct rdv_hdr full = hdr(RDV_FULL);
+		struct rdv_hdr full = rdv_header(RDV_FULL);
 
-		conn_send(c, &full, sizeof(full));
+		rdv_conn_send(c, &full, sizeof(full));
 		return;
 	}
 	/* The others first: once the requester has the block, every survivor knows it is taken. */
 	set_owner(r, block, c->token, c->ports, c, c);
 	m.block = block;
-	conn_send(c, &m, sizeof(m));
+	rdv_conn_send(c, &m, sizeof(m));
 }
 
 static void hub_claim(struct uroce_rdv *r, struct conn *c, uint32_t block)
 {
-	struct rdv_block_msg m = {.hdr = hdr(RDV_CLAIMED), .block = block, .ok = 1};
+	struct rdv_block_msg m = {.hdr = rdv_header(RDV_CLAIMED), .block = block, .ok = 1};
 
 	if (block >= UROCE_QPN_BLOCKS) {
-		protocol_error(c, "a claim outside the QPN space");
+		rdv_protocol_error(c, "a claim outside the QPN space");
 		return;
 	}
 	if (!r->owner[block]) {
@@ -415,7 +356,7 @@ static void hub_claim(struct uroce_rdv *r, struct conn *c, uint32_t block)
 			  (int)c->pid, block);
 		m.ok = 0;
 	}
-	conn_send(c, &m, sizeof(m));
+	rdv_conn_send(c, &m, sizeof(m));
 }
 
 static void hub_mcast(struct uroce_rdv *r, struct conn *from, size_t n);
@@ -425,27 +366,27 @@ static void hub_message(struct uroce_rdv *r, struct conn *c, size_t n)
 	const struct rdv_hdr *h = (const struct rdv_hdr *)r->buf;
 
 	if (n < sizeof(*h) || h->magic != RDV_MAGIC) {
-		protocol_error(c, "a record that is not of this protocol");
+		rdv_protocol_error(c, "a record that is not of this protocol");
 		return;
 	}
 	if (h->version != RDV_VERSION) {
-		struct rdv_hdr refused = hdr(RDV_REFUSED);
+		struct rdv_hdr refused = rdv_header(RDV_REFUSED);
 
 		uroce_log(UROCE_LOG_ERROR, "rendezvous: a process speaks version %u, not %u",
 			  h->version, RDV_VERSION);
-		conn_send(c, &refused, sizeof(refused));
+		rdv_conn_send(c, &refused, sizeof(refused));
 		c->dead = true;
 		r->have_dead = true;
 		return;
 	}
 	if (!c->token && h->type != RDV_HELLO) {
-		protocol_error(c, "a record before HELLO");
+		rdv_protocol_error(c, "a record before HELLO");
 		return;
 	}
 	switch (h->type) {
 	case RDV_HELLO:
 		if (n < sizeof(struct rdv_hello) || c->token)
-			protocol_error(c, "a bad HELLO");
+			rdv_protocol_error(c, "a bad HELLO");
 		else
 			hub_hello(r, c, (const struct rdv_hello *)r->buf);
 		break;
@@ -454,18 +395,21 @@ static void hub_message(struct uroce_rdv *r, struct conn *c, size_t n)
 		break;
 	case RDV_CLAIM:
 		if (n < sizeof(struct rdv_block_msg))
-			protocol_error(c, "a short CLAIM");
+			rdv_protocol_error(c, "a short CLAIM");
 		else
 			hub_claim(r, c, ((const struct rdv_block_msg *)r->buf)->block);
 		break;
 	case RDV_MCAST:
 		if (n < sizeof(struct rdv_frame) + ROCE_BTH_LEN)
-			protocol_error(c, "a short MCAST");
+			rdv_protocol_error(c, "a short MCAST");
 		else
 			hub_mcast(r, c, n);
 		break;
+	case RDV_SERVICE:
+		rdv_cm_hub_service(r, c, n);
+		break;
 	default:
-		protocol_error(c, "a record of an unknown type");
+		rdv_protocol_error(c, "a record of an unknown type");
 	}
 }
 
@@ -480,7 +424,7 @@ static void on_conn(void *arg)
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n < 0 && errno == EMSGSIZE) {
-			protocol_error(c, "a record too long");
+			rdv_protocol_error(c, "a record too long");
 			break;
 		}
 		if (n <= 0) {
@@ -534,7 +478,7 @@ static void on_accept(void *arg)
 static struct rdv_frame frame_of(enum rdv_type type, const struct uroce_rx *rx)
 {
 	struct rdv_frame f = {
-		.hdr = hdr(type),
+		.hdr = rdv_header(type),
 		.sport = rx->ip.sport,
 		.dport = rx->ip.dport,
 		.tos = rx->ip.tos,
@@ -548,7 +492,7 @@ static struct rdv_frame frame_of(enum rdv_type type, const struct uroce_rx *rx)
 	return f;
 }
 
-static void forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *rx)
+void rdv_forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *rx)
 {
 	struct rdv_frame f = frame_of(RDV_FRAME, rx);
 	struct iovec iov[2] = {
@@ -581,16 +525,18 @@ enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx 
 	uint32_t qpn = (uint32_t)rx->roce[5] << 16 | (uint32_t)rx->roce[6] << 8 | rx->roce[7];
 	uint32_t block = uroce_qpn_block(qpn);
 
-	if (qpn == ROCE_GSI_QPN || qpn == ROCE_MCAST_QPN) {
+	if (qpn == ROCE_GSI_QPN)
+		return r->hub ? rdv_cm_route(r, rx) : UROCE_RDV_DELIVER;
+	if (qpn == ROCE_MCAST_QPN) {
 		for (struct conn *c = r->hub ? r->conns : NULL; c; c = c->next)
 			if (c->token)
-				forward(r, c, rx);
+				rdv_forward(r, c, rx);
 		return UROCE_RDV_DELIVER;
 	}
 	if (r->owner[block] == r->token)
 		return UROCE_RDV_DELIVER;
 	if (r->hub && r->route[block]) {
-		forward(r, r->route[block], rx);
+		rdv_forward(r, r->route[block], rx);
 		return UROCE_RDV_FORWARDED;
 	}
 	return UROCE_RDV_UNKNOWN;
@@ -604,13 +550,13 @@ void uroce_rdv_mcast_sent(struct uroce_rdv *r, const struct uroce_rx *rx)
 	if (r->hub) {
 		for (struct conn *c = r->conns; c; c = c->next)
 			if (c->token)
-				forward(r, c, rx);
+				rdv_forward(r, c, rx);
 		return;
 	}
 	f = frame_of(RDV_MCAST, rx);
 	iov[0] = (struct iovec){.iov_base = &f, .iov_len = sizeof(f)};
 	iov[1] = (struct iovec){.iov_base = (void *)rx->roce, .iov_len = rx->len};
-	/* As forward(): never wait; a full hub loses it, as a switch would. */
+	/* As rdv_forward(): never wait; a full hub loses it, as a switch would. */
 	if (!r->up || send_record(r->up->fd, iov, 2, false))
 		atomic_fetch_add(&r->forward_lost, 1);
 }
@@ -643,7 +589,7 @@ static void hub_mcast(struct uroce_rdv *r, struct conn *from, size_t n)
 	rx.host_sent = true;
 	for (struct conn *c = r->conns; c; c = c->next)
 		if (c != from && c->token)
-			forward(r, c, &rx);
+			rdv_forward(r, c, &rx);
 	r->ops->forwarded(r->arg, &rx);
 }
 
@@ -728,6 +674,9 @@ static void process_message(struct uroce_rdv *r, size_t n)
 			goto bad;
 		process_frame(r, n);
 		return;
+	case RDV_SERVICE_DONE:
+		rdv_cm_done(r, n);
+		return;
 	}
 bad:
 	uroce_log(UROCE_LOG_ERROR, "rendezvous: ignoring a bad record from the hub");
@@ -779,7 +728,7 @@ static void on_up(void *arg)
 /* Requests from application threads (and ones a lost hub did not answer). */
 static void serve_requests(struct uroce_rdv *r)
 {
-	struct rdv_hdr req = hdr(RDV_REQUEST);
+	struct rdv_hdr req = rdv_header(RDV_REQUEST);
 	uint32_t n;
 
 	pthread_mutex_lock(&r->lock);
@@ -790,10 +739,11 @@ static void serve_requests(struct uroce_rdv *r)
 		if (r->hub) {
 			hub_self_grant(r);
 		} else {
-			up_send(r, &req, sizeof(req));
+			rdv_up_send(r, &req, sizeof(req));
 			r->outstanding++;
 		}
 	}
+	rdv_cm_serve(r);
 	reap(r);
 }
 
@@ -814,6 +764,7 @@ static void requeue_outstanding(struct uroce_rdv *r)
 	r->wanted += r->outstanding;
 	pthread_mutex_unlock(&r->lock);
 	r->outstanding = 0;
+	rdv_cm_requeue(r);
 }
 
 static void on_grace(struct uroce_timer *t, uint64_t now)
@@ -859,6 +810,9 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 {
 	int err;
 
+	err = rdv_cm_became_hub(r);
+	if (err)
+		return err;
 	r->listen_fd = fd;
 	if (listen(fd, SOMAXCONN) || set_nonblock(fd))
 		return errno;
@@ -898,7 +852,7 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 
 static int become_process(struct uroce_rdv *r, int fd)
 {
-	struct rdv_hello hello = {.hdr = hdr(RDV_HELLO),
+	struct rdv_hello hello = {.hdr = rdv_header(RDV_HELLO),
 				  .token = r->token,
 				  .pid = (uint32_t)getpid(),
 				  .ports = {r->my_ports[0], r->my_ports[1]}};
@@ -928,14 +882,15 @@ static int become_process(struct uroce_rdv *r, int fd)
 	 * connected to a dying one), the copy is what the next hub needs.
 	 */
 	r->table_pending = true;
-	up_send(r, &hello, sizeof(hello));
+	rdv_up_send(r, &hello, sizeof(hello));
 	for (uint32_t b = 0; b < UROCE_QPN_BLOCKS; b++) {
 		if (r->owner[b] == r->token) {
-			struct rdv_block_msg claim = {.hdr = hdr(RDV_CLAIM), .block = b};
+			struct rdv_block_msg claim = {.hdr = rdv_header(RDV_CLAIM), .block = b};
 
-			up_send(r, &claim, sizeof(claim));
+			rdv_up_send(r, &claim, sizeof(claim));
 		}
 	}
+	rdv_cm_claim_held(r);
 	requeue_outstanding(r);
 	serve_requests(r);
 	return 0;
@@ -1026,6 +981,7 @@ static void free_rdv(struct uroce_rdv *r, bool unwatch)
 	}
 	if (r->evfd >= 0)
 		close(r->evfd);
+	rdv_cm_free(r);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);

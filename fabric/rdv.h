@@ -30,15 +30,25 @@
  *           a process was cut off longer than the grace period).
  *   FRAME   hub -> process: a datagram received on the UDP port whose DestQP (BTH bytes 5..7)
  *           is in one of the process's blocks, with the addresses and IP values it arrived with
- *           (the ICRC covers them); or a datagram to QP 1 or 0xFFFFFF, which go to every process
- *           (IBA 9.2: multicast; QP 1: CM MADs, routed by the CM later). Sent without blocking: a
- *           process whose socket buffer is full loses the datagram, as on a wire. Flag LOCAL:
- *           a multicast datagram a process of this host sent (uroce_rdv_mcast_sent).
+ *           (the ICRC covers them); a CM MAD to QP 1 for the process (below); or a datagram
+ *           to 0xFFFFFF, which goes to every process (IBA 9.2: multicast). Sent without
+ *           blocking: a process whose socket buffer is full loses the datagram, as on a wire.
+ *           Flag LOCAL: a multicast datagram a process of this host sent
+ *           (uroce_rdv_mcast_sent).
  *   MCAST   process -> hub: a multicast datagram the process sent; the hub hands it to itself
  *           and, as FRAME with LOCAL, to every other process. (IP multicast with loopback
  *           would do it where the interface has a multicast route; a loopback-only namespace
  *           has none.)
+ *   SERVICE process -> hub: bind, listen on or unbind an rdma_cm address (uroce_rdv_service);
+ *           the hub answers SERVICE_DONE with the outcome. With sequence number 0, a claim a
+ *           process makes of its bindings after a takeover (not answered).
  * The hub serves its own requests from the same table, and delivers its own datagrams directly.
+ *
+ * The host's CM directory (rdv_cm.c, ARCHITECTURE.md): the hub keeps every process's rdma_cm
+ * bindings, so ports are reserved host-wide, and routes the CM MADs to QP 1: REQ and SIDR_REQ
+ * to the process listening on the service ID at the destination address, the others to the
+ * process whose tag their communication ID carries (cm/route.h). What nobody takes is answered
+ * as a Linux CM answers it (REJ "invalid service ID", SIDR_REP "unsupported", DREP).
  *
  * The hub leaving forwards what its port has queued before it closes the port.
  * A process leaving: the hub sees EOF, frees the process's blocks and tells the others (OWNER,
@@ -76,6 +86,8 @@ struct uroce_rdv_ops {
 	int (*bind_port)(void *arg);
 	/* A datagram the hub forwarded to this process. */
 	void (*forwarded)(void *arg, const struct uroce_rx *rx);
+	/* Hub: send @mad, the host's answer to the MAD @rx, back to where @rx came from. */
+	void (*answer_mad)(void *arg, const struct uroce_rx *rx, const uint8_t mad[256]);
 };
 
 /*
@@ -123,6 +135,7 @@ enum uroce_rdv_route {
 	UROCE_RDV_DELIVER,   /* this process's (or every process's): deliver it here */
 	UROCE_RDV_FORWARDED, /* another process's: sent to it (or lost on its full socket) */
 	UROCE_RDV_UNKNOWN,   /* nobody's */
+	UROCE_RDV_ANSWERED,  /* a CM MAD nobody takes, answered for the host (cm/route.h) */
 };
 
 /*
@@ -130,6 +143,12 @@ enum uroce_rdv_route {
  * or once it has stopped.
  */
 enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx *rx);
+
+/* uroce_net_service(), through the hub. */
+int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroce_service *s);
+
+/* uroce_net_comm_tag(): the first QPN block this process was granted. */
+uint32_t uroce_rdv_comm_tag(const struct uroce_rdv *r);
 
 /* True while this process is the hub. Any thread. */
 bool uroce_rdv_is_hub(const struct uroce_rdv *r);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define RDV_MAGIC   0x76645275u /* "uRdv" in memory on a little-endian host */
-#define RDV_VERSION 3u
+#define RDV_VERSION 4u
 
 enum rdv_type {
 	RDV_HELLO = 1, /* process -> hub: struct rdv_hello, first message */
@@ -26,6 +26,8 @@ enum rdv_type {
 	RDV_CLAIMED, /* hub -> process: struct rdv_block_msg, whether the claim was honoured */
 	RDV_FRAME,   /* hub -> owner: struct rdv_frame and the UDP payload */
 	RDV_MCAST,   /* process -> hub: struct rdv_frame and a multicast datagram it sent */
+	RDV_SERVICE, /* process -> hub: struct rdv_service_msg, a CM directory request or claim */
+	RDV_SERVICE_DONE, /* hub -> process: struct rdv_service_msg, its outcome */
 };
 
 struct rdv_hdr {
@@ -84,5 +86,17 @@ struct rdv_frame {
 
 /* A multicast datagram a process of this host sent (not one received from the network). */
 #define RDV_FRAME_LOCAL 1u
+
+/* A CM directory request (enum uroce_service_op) and, as RDV_SERVICE_DONE, its outcome. */
+struct rdv_service_msg {
+	struct rdv_hdr hdr;
+	uint32_t seq;       /* the requester's number; 0: a claim after a takeover (no answer) */
+	uint16_t op;        /* a claim: UROCE_SERVICE_BIND */
+	uint16_t ps;        /* struct uroce_service */
+	uint16_t port;      /* DONE: the port bound */
+	uint16_t listening; /* a claim: the binding listens */
+	int32_t err;        /* DONE: 0 or an errno */
+	uint8_t gid[16];
+};
 
 #endif

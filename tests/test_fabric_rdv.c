@@ -2,8 +2,9 @@
 /*
  * The rendezvous protocol (fabric/rdv.h) as a process other than uroce's would speak it: this
  * test connects to a hub's abstract socket and sends the records of fabric/rdv_proto.h itself,
- * checking the table, grants, claims, forwarding, the refusal of bad records, the freeing of a
- * leaving process's blocks, and what a new hub keeps after a takeover.
+ * checking the table, grants, claims, forwarding, the CM directory (bindings, routing of CM
+ * MADs, the host's answers), the refusal of bad records, the freeing of a leaving process's
+ * blocks, and what a new hub keeps after a takeover.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cm/route.h"
 #include "fabric/net.h"
 #include "fabric/qpn.h"
 #include "fabric/rdv_proto.h"
@@ -29,12 +31,17 @@
 static struct uroce_net *net;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int hub_got_qp1;
+static uint8_t hub_last_mad[CM_MAD_LEN]; /* the last whole MAD to QP 1 the hub took */
 
 static void on_recv(void *arg, const struct uroce_rx *rx)
 {
 	(void)arg;
 	pthread_mutex_lock(&lock);
-	hub_got_qp1 += rx->roce[7] == 1 && rx->roce[6] == 0 && rx->roce[5] == 0;
+	if (rx->roce[7] == 1 && rx->roce[6] == 0 && rx->roce[5] == 0) {
+		hub_got_qp1++;
+		if (rx->len >= ROCE_BTH_LEN + ROCE_DETH_LEN + CM_MAD_LEN)
+			memcpy(hub_last_mad, rx->roce + ROCE_BTH_LEN + ROCE_DETH_LEN, CM_MAD_LEN);
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -192,10 +199,8 @@ Test(rdv, table_grant_claim_and_forwarding, .init = open_24830, .fini = close_hu
 	cr_assert_eq(f->dgid[15], 1);
 	cr_assert_eq(f->ttl, 64);
 	cr_assert_eq(buf[sizeof(*f) + 7], 77);
-	/* QP 1 goes to every process: us and the hub. */
+	/* To QP 1 but no CM MAD: the hub's own GSI has it (and drops it). */
 	udp_to_port(24830, ROCE_GSI_QPN);
-	n = get(fd, buf, sizeof(buf), RDV_FRAME);
-	cr_assert_eq(buf[sizeof(*f) + 7], 1);
 	for (int i = 0; i < 100 && !hub_got_qp1; i++)
 		usleep(10000);
 	cr_assert_eq(hub_got_qp1, 1);
@@ -208,6 +213,139 @@ Test(rdv, table_grant_claim_and_forwarding, .init = open_24830, .fini = close_hu
 	read_table(fd, token, &total);
 	cr_assert_eq(total, 1);
 	close(fd);
+}
+
+/* A SERVICE request of the fake process on @fd: the hub's answer's error; *@port its port. */
+static int service(int fd, uint32_t seq, uint16_t op, uint16_t port, uint16_t *bound)
+{
+	static const uint8_t lo[16] = {[10] = 0xff, 0xff, 127, 0, 0, 1};
+	struct rdv_service_msg m = {.hdr = hdr(RDV_SERVICE),
+				    .seq = seq,
+				    .op = op,
+				    .ps = CM_PS_TCP,
+				    .port = port},
+			       done;
+
+	memcpy(m.gid, lo, 16);
+	put(fd, &m, sizeof(m));
+	cr_assert_eq(get(fd, &done, sizeof(done), RDV_SERVICE_DONE), (ssize_t)sizeof(done));
+	cr_assert_eq(done.seq, seq);
+	if (bound)
+		*bound = done.port;
+	return done.err;
+}
+
+/* The hub sends a CM message to QP 1 of this host (127.0.0.1 -> 127.0.0.1). */
+static void send_cm(struct cm_msg *m)
+{
+	static const uint8_t lo[16] = {[10] = 0xff, 0xff, 127, 0, 0, 1};
+	uint8_t mad[CM_MAD_LEN];
+
+	cr_assert_eq(cm_encode(m, mad), CM_MAD_LEN);
+	cr_assert_eq(uroce_net_send_mad(net, lo, lo, 0, 64, mad), 0);
+}
+
+/* The hub's own GSI got MAD number @n (waiting for it); it decodes into @m. */
+static void hub_got(int n, struct cm_msg *m)
+{
+	for (int i = 0; i < 200; i++) {
+		pthread_mutex_lock(&lock);
+		if (hub_got_qp1 >= n) {
+			cr_assert_eq(cm_decode(hub_last_mad, CM_MAD_LEN, m), CM_OK);
+			pthread_mutex_unlock(&lock);
+			return;
+		}
+		pthread_mutex_unlock(&lock);
+		usleep(10000);
+	}
+	cr_assert_fail("the hub got no MAD number %d", n);
+}
+
+static void open_24833(void)
+{
+	open_hub("24833");
+}
+
+/*
+ * The CM directory: a (fake) process binds and listens; the hub routes a REQ to it by service
+ * ID and a REP by the tag of its comm ID, answers a REQ nobody listens for with REJ 8 and a
+ * DREQ for nobody with DREP (both to the hub itself, whose comm IDs they carry), refuses
+ * overlapping bindings, and frees the process's bindings when it leaves.
+ */
+Test(rdv, cm_directory_binds_and_routes, .init = open_24833, .fini = close_hub)
+{
+	const uint32_t hub_tag = uroce_net_comm_tag(net);
+	struct uroce_service mine = {.ps = CM_PS_TCP,
+				     .port = 0x4853,
+				     .gid = {[10] = 0xff, 0xff, 127, 0, 0, 1}},
+			     any = {.ps = CM_PS_TCP, .port = 0x4853, .gid = {[10] = 0xff, 0xff}};
+	_Alignas(8) uint8_t buf[512];
+	struct cm_msg m = {.hdr = cm_hdr(CM_ATTR_REQ, 1)};
+	uint16_t port;
+	uint32_t block;
+	int fd = rdv_connect(24833);
+
+	hello(fd, 0x5EED);
+	read_table(fd, 0x5EED, &(size_t){0});
+	block = request(fd);
+	cr_assert_eq(service(fd, 1, UROCE_SERVICE_BIND, 0x4853, &port), 0);
+	cr_assert_eq(port, 0x4853);
+	cr_assert_eq(service(fd, 2, UROCE_SERVICE_BIND, 0x4853, NULL), EADDRINUSE);
+	cr_assert_eq(service(fd, 3, UROCE_SERVICE_BIND, 0, &port), 0);
+	cr_assert(port >= 32768 && port <= 60999, "ephemeral port %u", port);
+	cr_assert_eq(service(fd, 4, UROCE_SERVICE_LISTEN, 0x4853, NULL), 0);
+	cr_assert_eq(service(fd, 5, UROCE_SERVICE_LISTEN, 9, NULL), EINVAL);
+	/* The hub's own bindings meet the process's: the same address or the wildcard. */
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &mine), EADDRINUSE);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), EADDRINUSE);
+
+	/* REQ to the listener's service: to the process. */
+	m.u.req.local_comm_id = cm_comm_id(hub_tag, 7);
+	m.u.req.service_id = cm_service_id(CM_PS_TCP, 0x4853);
+	send_cm(&m);
+	cr_assert_eq(get(fd, buf, sizeof(buf), RDV_FRAME),
+		     (ssize_t)(sizeof(struct rdv_frame) + ROCE_BTH_LEN + ROCE_DETH_LEN +
+			       CM_MAD_LEN + ROCE_ICRC_LEN));
+	/* REP naming the process's comm ID: to the process. */
+	memset(&m, 0, sizeof(m));
+	m.hdr = cm_hdr(CM_ATTR_REP, 2);
+	m.u.rep.local_comm_id = cm_comm_id(hub_tag, 8);
+	m.u.rep.remote_comm_id = cm_comm_id(block, 9);
+	send_cm(&m);
+	cr_assert_eq(get(fd, buf, sizeof(buf), RDV_FRAME) > 0, 1);
+	cr_assert_eq(cm_route_of(buf + sizeof(struct rdv_frame) + ROCE_BTH_LEN + ROCE_DETH_LEN,
+				 CM_MAD_LEN)
+			     .comm_id,
+		     cm_comm_id(block, 9));
+
+	/* REQ to a service nobody listens on: REJ 8, back to the sender (the hub). */
+	memset(&m, 0, sizeof(m));
+	m.hdr = cm_hdr(CM_ATTR_REQ, 3);
+	m.u.req.local_comm_id = cm_comm_id(hub_tag, 10);
+	m.u.req.service_id = cm_service_id(CM_PS_TCP, 0x9999);
+	send_cm(&m);
+	hub_got(1, &m);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_REJ);
+	cr_assert_eq(m.hdr.tid, 3);
+	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
+	cr_assert_eq(m.u.rej.remote_comm_id, cm_comm_id(hub_tag, 10));
+	/* DREQ for a block nobody holds: DREP. */
+	memset(&m, 0, sizeof(m));
+	m.hdr = cm_hdr(CM_ATTR_DREQ, 4);
+	m.u.dreq.local_comm_id = cm_comm_id(hub_tag, 11);
+	m.u.dreq.remote_comm_id = cm_comm_id((block + 100) % UROCE_QPN_BLOCKS, 12);
+	send_cm(&m);
+	hub_got(2, &m);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_DREP);
+	cr_assert_eq(m.u.drep.remote_comm_id, cm_comm_id(hub_tag, 11));
+
+	/* The process leaves: its port is free for the hub. */
+	close(fd);
+	for (int i = 0; i < 100 && uroce_net_service(net, UROCE_SERVICE_BIND, &mine); i++)
+		usleep(10000);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), EADDRINUSE);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_UNBIND, &mine), 0);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), 0);
 }
 
 static void open_24831(void)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * MADs on QP 1 between two processes (verbs-shim/mad.h, the private interface of uroce's
- * librdmacm): a CM REQ sent from one process reaches the other's handler whole, with the IP
- * addresses and hop limit it was sent with.
+ * librdmacm): a CM REQ sent from one process reaches the handler of the other, which listens on
+ * its service, whole, with the IP addresses and hop limit it was sent with; a REQ for a service
+ * nobody listens on comes back as REJ "invalid service ID".
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cm/route.h"
 #include "cm/wire.h"
 #include "verbs-shim/mad.h"
 
@@ -48,7 +50,13 @@ Test(shim_mad, req_reaches_the_other_process, .timeout = 30)
 	if (child == 0) {
 		struct timespec t0, t;
 
-		if (uroce_mad_set_handler(on_mad, NULL) || write(ready[1], "r", 1) != 1)
+		struct uroce_service svc = {.ps = CM_PS_TCP, .port = 0x4853};
+
+		memcpy(svc.gid, lo, 16);
+		/* The host routes a REQ to the process listening on its service (mad.h). */
+		if (uroce_mad_set_handler(on_mad, NULL) ||
+		    uroce_cm_service(UROCE_SERVICE_BIND, &svc) ||
+		    uroce_cm_service(UROCE_SERVICE_LISTEN, &svc) || write(ready[1], "r", 1) != 1)
 			_exit(3);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do {
@@ -65,4 +73,37 @@ Test(shim_mad, req_reaches_the_other_process, .timeout = 30)
 	cr_assert_eq(waitpid(child, &status, 0), child);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		  "the other process did not get the REQ (status %#x)", status);
+}
+
+static atomic_int rejected;
+static atomic_uint my_comm_id;
+
+static void on_rej(void *arg, const struct uroce_mad_rx *rx)
+{
+	struct cm_msg m;
+
+	(void)arg;
+	if (cm_decode(rx->mad, CM_MAD_LEN, &m) == CM_OK && m.hdr.attr_id == CM_ATTR_REJ &&
+	    m.u.rej.reason == CM_REJ_INVALID_SERVICE_ID &&
+	    m.u.rej.remote_comm_id == atomic_load(&my_comm_id))
+		atomic_fetch_add(&rejected, 1);
+}
+
+/* A REQ for a service nobody on the host listens on is answered with REJ 8 (§4.10). */
+Test(shim_mad, req_without_listener_is_rejected, .timeout = 30)
+{
+	struct cm_msg m = {.hdr = cm_hdr(CM_ATTR_REQ, 0x100000001ull)};
+	uint8_t mad[CM_MAD_LEN];
+	uint32_t tag;
+
+	cr_assert_eq(uroce_mad_set_handler(on_rej, NULL), 0);
+	cr_assert_eq(uroce_cm_comm_tag(&tag), 0);
+	atomic_store(&my_comm_id, cm_comm_id(tag, 42));
+	m.u.req.local_comm_id = atomic_load(&my_comm_id);
+	m.u.req.service_id = 0x0000000001060001ull; /* TCP port 1: nobody */
+	cr_assert_eq(cm_encode(&m, mad), CM_MAD_LEN);
+	cr_assert_eq(uroce_mad_send(lo, lo, 0, 64, mad), 0);
+	for (int i = 0; i < 300 && !atomic_load(&rejected); i++)
+		usleep(10000);
+	cr_assert_eq(atomic_load(&rejected), 1);
 }

@@ -501,11 +501,9 @@ int uroce_engine_start(void)
 	return uroce_engine() ? 0 : errno;
 }
 
-int uroce_engine_send(const struct roce_ipudp *f, uint8_t *pkt, size_t len)
+struct uroce_net *uroce_engine_net(void)
 {
-	struct uroce_net *n = uroce_engine();
-
-	return n ? uroce_net_send(n, f, pkt, len) : errno;
+	return uroce_engine();
 }
 
 int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *qpn)

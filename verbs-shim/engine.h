@@ -24,6 +24,8 @@
 #include "transport/ipudp.h"
 #include <stdint.h>
 
+struct uroce_net;
+
 struct uroce_qp;
 
 /*
@@ -55,11 +57,8 @@ void uroce_qp_destroying(struct uroce_qp *qp);
 /* Start the process's engine if it is not running: 0 or the errno of uroce_net_open. */
 int uroce_engine_start(void);
 
-/*
- * Send one RoCEv2 packet @pkt (@len bytes, BTH .. ICRC; the ICRC is filled in) with the IP
- * values of @f (uroce_net_send), starting the engine if needed. 0 or an errno.
- */
-int uroce_engine_send(const struct roce_ipudp *f, uint8_t *pkt, size_t len);
+/* The process's endpoint, started if needed; NULL with errno if it cannot be had. */
+struct uroce_net *uroce_engine_net(void);
 
 /*
  * A CQ was polled empty: receive on this thread if the engine lets polling threads receive

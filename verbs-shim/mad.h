@@ -6,9 +6,9 @@
  * librdmacm.so.1 (version node UROCE_PRIVATE_1: a program that mixes either with rdma-core's
  * fails to load instead of misbehaving).
  *
- * Until the CM routes MADs by service and communication ID (issue "Fabric engine", point 4),
- * the process holding the RoCE port hands every MAD for QP 1 to every process of the host, the
- * sender's own included; the handler picks what is its.
+ * The process holding the host's RoCE port routes each MAD for QP 1 to the process it is for
+ * (fabric/rdv.h, "The host's CM directory"): REQs to the listener of their service ID, the rest
+ * by the tag in their communication ID, which the CM forms with cm_comm_id(uroce_cm_comm_tag()).
  */
 #ifndef UROCE_VERBS_SHIM_MAD_H
 #define UROCE_VERBS_SHIM_MAD_H
@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fabric/net.h"
 #include "transport/ipudp.h"
 #include "transport/wire.h"
 #include "verbs-shim/export.h"
@@ -43,6 +44,18 @@ UROCE_EXPORT int uroce_mad_set_handler(uroce_mad_handler fn, void *arg);
  */
 UROCE_EXPORT int uroce_mad_send(const uint8_t sgid[16], const uint8_t dgid[16], uint8_t tos,
 				uint8_t ttl, const uint8_t mad[256]);
+
+/*
+ * @op on the rdma_cm address @s in the host's CM directory (uroce_net_service), starting the
+ * engine if needed. Returns 0, an errno of uroce_net_service, or that of starting the engine.
+ */
+UROCE_EXPORT int uroce_cm_service(enum uroce_service_op op, struct uroce_service *s);
+
+/*
+ * Set *@tag to this process's communication ID tag (uroce_net_comm_tag), starting the engine if
+ * needed. Returns 0 or the errno of starting the engine.
+ */
+UROCE_EXPORT int uroce_cm_comm_tag(uint32_t *tag);
 
 /*
  * For the engine (engine.c): a packet to QP 1 came. Hands its MAD to the handler and returns

@@ -6,7 +6,12 @@
 # NAME: rping (-V, 100 pings of 4000 bytes; the server's capture must hold REQ, REP, RTU, DREQ
 # and DREP, decode in tshark with no malformed frame and verify in scapy), rping_q (the
 # application's own QP: CONNECT_RESPONSE and rdma_establish), ucmatose, rdma_server (with
-# rdma_client: the synchronous API, rdma_create_ep and rdma_get_request), udaddy (UD: SIDR).
+# rdma_client: the synchronous API, rdma_create_ep and rdma_get_request), udaddy (UD: SIDR),
+# cmtime (100 connections set up and torn down; its server never exits, so it is stopped),
+# rejected (no server: the host answers REQ with REJ 8 and SIDR_REQ with SIDR_REP 1 at once, as
+# the kernel does), addrinuse (a second server on a port another process holds: EADDRINUSE),
+# hubkilled (three servers; the first, the hub, is killed: the other two still get their
+# clients, their listens claimed at the new hub, and the dead one's port draws REJ 8).
 set -uo pipefail
 
 run=$1 sanitizer=$2 port=$3 name=$4
@@ -15,7 +20,8 @@ if [[ $sanitizer == thread ]]; then
 	exit 77
 fi
 dir=$(mktemp -d)
-trap 'kill $server 2>/dev/null; rm -rf "$dir"' EXIT
+server=
+trap '[[ -n $server ]] && kill $server 2>/dev/null; rm -rf "$dir"' EXIT
 export UROCE_UDP_PORT=$((port + 10000))
 
 case $name in
@@ -39,6 +45,66 @@ udaddy) # UD through SIDR; udaddy has no port option (its own, 7174)
 	server_cmd=(udaddy -c 2 -C 20)
 	client_cmd=(udaddy -c 2 -C 20 -s 127.0.0.1)
 	;;
+cmtime) # the client reports; the server runs until stopped (rdma-core 44)
+	server_cmd=(cmtime -p "$port")
+	client_cmd=(cmtime -s 127.0.0.1 -p "$port" -c 100)
+	;;
+rejected)
+	# ucmatose exits with the REJECTED status, udaddy with the UNREACHABLE one (SIDR_REP 1).
+	start=$(date +%s%N)
+	timeout 20 "$run" ucmatose -p "$port" -s 127.0.0.1 >"$dir/tcp.out" 2>&1
+	tcp_rc=$?
+	timeout 20 "$run" udaddy -s 127.0.0.1 >"$dir/udp.out" 2>&1
+	udp_rc=$?
+	ms=$((($(date +%s%N) - start) / 1000000))
+	cat "$dir/tcp.out" "$dir/udp.out"
+	echo "both answered in $ms ms"
+	grep -q "RDMA_CM_EVENT_REJECTED, error: 8" "$dir/tcp.out" &&
+		grep -q "RDMA_CM_EVENT_UNREACHABLE, error: 1" "$dir/udp.out" &&
+		((tcp_rc == 8 && udp_rc == 1 && ms < 5000)) || {
+		echo "FAIL: rejected: ucmatose $tcp_rc, udaddy $udp_rc, $ms ms" >&2
+		exit 1
+	}
+	exit 0
+	;;
+addrinuse)
+	timeout 20 "$run" rping -s -a 127.0.0.1 -p "$port" -C 1 >"$dir/first.out" 2>&1 &
+	server=$!
+	sleep 0.3
+	for addr in 127.0.0.1 0.0.0.0; do
+		timeout 5 "$run" rping -s -a "$addr" -p "$port" -C 1 >"$dir/second.out" 2>&1
+		rc=$?
+		cat "$dir/second.out"
+		if ((rc == 0 || rc == 124)) || ! grep -q "rdma_bind_addr: Address already in use" \
+			"$dir/second.out"; then
+			echo "FAIL: addrinuse: a second server at $addr:$port got rc $rc" >&2
+			exit 1
+		fi
+	done
+	exit 0
+	;;
+hubkilled)
+	pids=()
+	for p in 0 1 2; do
+		timeout 30 "$run" rping -s -a 127.0.0.1 -p $((port + p * 100)) -C 3 \
+			>"$dir/server$p.out" 2>&1 &
+		pids+=($!)
+		sleep 0.3 # the first is the hub
+	done
+	pkill -9 -f "rping -s -a 127.0.0.1 -p $port " || exit 1
+	sleep 0.5
+	for p in 1 2; do
+		timeout 20 "$run" rping -c -a 127.0.0.1 -p $((port + p * 100)) -C 3 -V || {
+			echo "FAIL: hubkilled: server $p did not serve its client" >&2
+			exit 1
+		}
+		wait "${pids[$p]}" || exit 1
+	done
+	timeout 20 "$run" rping -c -a 127.0.0.1 -p "$port" -C 3 >"$dir/dead.out" 2>&1
+	cat "$dir/dead.out"
+	grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$dir/dead.out" || exit 1
+	exit 0
+	;;
 *)
 	echo "rdmacm.sh: unknown test $name" >&2
 	exit 2
@@ -50,8 +116,11 @@ server=$!
 sleep 0.3 # the server binds and listens (rdma_cm ports are no sockets ss could see)
 timeout 60 "$run" "${client_cmd[@]}" >"$dir/client.out" 2>&1
 client_rc=$?
+[[ $name == cmtime ]] && kill -INT $server
 wait $server
 server_rc=$?
+# cmtime's server stops at the signal (130 from the shell's view): that is its normal end.
+[[ $name == cmtime ]] && ((server_rc == 130 || server_rc == 124)) && server_rc=0
 if ((client_rc != 0 || server_rc != 0)); then
 	echo "FAIL: $name: client $client_rc, server $server_rc" >&2
 	for side in server client; do
@@ -61,6 +130,12 @@ if ((client_rc != 0 || server_rc != 0)); then
 	exit 1
 fi
 tail -n 2 "$dir/client.out"
+if [[ $name == cmtime ]] && { ! grep -q "^connect " "$dir/client.out" ||
+	grep -qiE "error|fail" "$dir/client.out"; }; then
+	echo "FAIL: cmtime: not every connection was made" >&2
+	cat "$dir/client.out" >&2
+	exit 1
+fi
 if [[ $name == rping ]]; then
 	tshark=(tshark --disable-heuristic rpcrdma_infiniband -d "udp.port==$UROCE_UDP_PORT,infiniband"
 		-r "$dir/server.pcap")

@@ -3,8 +3,8 @@
  * Binding and resolution (rdma_bind_addr(3), rdma_resolve_addr(3), rdma_resolve_route(3)):
  * an IP address names the uroce device whose GID table holds it; a destination is reached
  * from the source address the kernel's routing table picks for it; over RoCE the route is
- * that pair of GIDs (PROTOCOL.md §4.7). Ports are reserved per port space within the process
- * (EADDRINUSE); between processes of a host the reservation comes with the CM's rendezvous.
+ * that pair of GIDs (PROTOCOL.md §4.7). Ports are reserved per port space across the host's
+ * processes (EADDRINUSE), in the CM directory the host's hub keeps (fabric/rdv.h).
  * Resolution answers at once: its ADDR_RESOLVED / ADDR_ERROR and ROUTE_RESOLVED events are
  * queued before the call returns.
  */
@@ -17,13 +17,8 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/rdmacm/cma.h"
 
-#define EPHEMERAL_FIRST 32768u /* where ports asked for as 0 are taken from, as Linux's range */
-#define EPHEMERAL_LAST  60999u
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cma_id *bound;      /* ids holding a port */
 static struct ibv_context **devs; /* one context per device, shared by the ids (rdma-core) */
-static uint16_t next_port = EPHEMERAL_FIRST;
 
 static bool is_ip(const struct sockaddr *sa)
 {
@@ -106,78 +101,62 @@ struct ibv_context *cma_device_of(const uint8_t gid[16])
 	return ctx;
 }
 
-/* Whether a port @port of @ps at @sa is taken by another id. Locked. */
-static bool port_taken(enum rdma_port_space ps, uint16_t port, const struct sockaddr *sa)
-{
-	union ibv_gid g = gid_of(sa);
-
-	for (struct cma_id *b = bound; b; b = b->next_bound) {
-		const struct sockaddr *o = &b->id.route.addr.src_addr;
-		union ibv_gid og = gid_of(o);
-
-		if (b->id.ps == ps && get_port(o) == port &&
-		    (is_wildcard(o) || is_wildcard(sa) || !memcmp(&og, &g, sizeof(g))))
-			return true;
-	}
-	return false;
-}
-
-/* Bind @c to @addr: 0 or an errno. Locked. */
-static int bind_locked(struct cma_id *c, const struct sockaddr *addr)
+/* Bind @c to @addr, reserving the port host-wide (mad.h uroce_cm_service). 0 or an errno. */
+static int bind_to(struct cma_id *c, const struct sockaddr *addr)
 {
 	struct sockaddr *src = &c->id.route.addr.src_addr;
-	uint16_t port = get_port(addr);
+	struct uroce_service s = {.ps = (uint16_t)c->id.ps, .port = get_port(addr)};
+	union ibv_gid g = gid_of(addr);
 	struct ibv_context *verbs = NULL;
 	uint8_t port_num = 0;
+	int err;
 
 	if (!is_wildcard(addr)) {
-		union ibv_gid g = gid_of(addr);
-
+		pthread_mutex_lock(&lock);
 		verbs = device_of(&g, &port_num);
+		pthread_mutex_unlock(&lock);
 		if (!verbs)
 			return ENODEV; /* as the kernel: no RDMA device holds the address */
 	}
-	if (!port) {
-		for (unsigned int n = 0; n <= EPHEMERAL_LAST - EPHEMERAL_FIRST && !port; n++) {
-			uint16_t p = next_port;
-
-			next_port = (uint16_t)(next_port == EPHEMERAL_LAST ? EPHEMERAL_FIRST
-									   : next_port + 1u);
-			if (!port_taken(c->id.ps, p, addr))
-				port = p;
-		}
-		if (!port)
-			return EADDRINUSE;
-	} else if (port_taken(c->id.ps, port, addr)) {
-		return EADDRINUSE;
-	}
+	memcpy(s.gid, g.raw, 16);
+	err = uroce_cm_service(UROCE_SERVICE_BIND, &s);
+	if (err)
+		return err;
 	memcpy(src, addr, sa_len(addr));
-	set_port(src, port);
+	set_port(src, s.port);
 	c->id.verbs = verbs;
 	c->id.port_num = port_num;
 	c->state = CMA_BOUND;
-	c->next_bound = bound;
-	bound = c;
+	c->bound = true;
 	return 0;
 }
 
-/* Give up @c's port. Locked. */
-static void unbind_locked(struct cma_id *c)
+struct uroce_service cma_service_of(const struct cma_id *c)
 {
-	for (struct cma_id **pp = &bound; *pp; pp = &(*pp)->next_bound) {
-		if (*pp == c) {
-			*pp = c->next_bound;
-			break;
-		}
+	const struct sockaddr *src = &c->id.route.addr.src_addr;
+	struct uroce_service s = {.ps = (uint16_t)c->id.ps, .port = get_port(src)};
+	union ibv_gid g = gid_of(src);
+
+	memcpy(s.gid, g.raw, 16);
+	return s;
+}
+
+/* Give up @c's port. */
+static void unbind(struct cma_id *c)
+{
+	if (c->bound) {
+		struct uroce_service s = cma_service_of(c);
+
+		/* Only a lost hub can fail it, and the port goes with the process's bindings. */
+		uroce_cm_service(UROCE_SERVICE_UNBIND, &s);
+		c->bound = false;
 	}
 	c->state = CMA_IDLE;
 }
 
 void cma_release(struct cma_id *c)
 {
-	pthread_mutex_lock(&lock);
-	unbind_locked(c);
-	pthread_mutex_unlock(&lock);
+	unbind(c);
 	free(c->id.route.path_rec);
 	c->id.route.path_rec = NULL;
 	c->id.route.num_paths = 0;
@@ -192,7 +171,8 @@ static int fail(int err)
 /*
  * 0, or -1 with errno: EINVAL (NULL, or @id already bound), EAFNOSUPPORT (not IPv4 or IPv6),
  * ENODEV (no uroce device has the address), EADDRINUSE (the port of that port space is taken
- * in this process, or no ephemeral port is left).
+ * on the host at an overlapping address, or no ephemeral port is left), ETIMEDOUT (the host's
+ * hub did not answer).
  */
 UROCE_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
@@ -206,9 +186,7 @@ UROCE_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	c = to_cma_id(id);
 	if (c->state != CMA_IDLE)
 		return fail(EINVAL);
-	pthread_mutex_lock(&lock);
-	err = bind_locked(c, addr);
-	pthread_mutex_unlock(&lock);
+	err = bind_to(c, addr);
 	return err ? fail(err) : 0;
 }
 
@@ -255,7 +233,6 @@ UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_a
 	if (c->state == CMA_IDLE && src_addr && !is_wildcard(src_addr) &&
 	    rdma_bind_addr(id, src_addr))
 		return -1;
-	pthread_mutex_lock(&lock);
 	if (!id->verbs) {
 		/* Unbound or bound to a wildcard: the route's source, keeping any port asked for.
 		 */
@@ -266,15 +243,14 @@ UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_a
 		err = route_source(dst_addr, &src);
 		if (!err) {
 			set_port((struct sockaddr *)&src, port);
-			unbind_locked(c);
-			err = bind_locked(c, (struct sockaddr *)&src);
+			unbind(c);
+			err = bind_to(c, (struct sockaddr *)&src);
 		}
 	}
 	if (!err) {
 		memcpy(&id->route.addr.dst_addr, dst_addr, sa_len(dst_addr));
 		c->state = CMA_ADDR_RESOLVED;
 	}
-	pthread_mutex_unlock(&lock);
 	err = cma_event(id, err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, -err);
 	return err ? fail(err) : cma_complete(id);
 }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cm/ib_cm.h"
+#include "cm/route.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/mad.h"
 #include "verbs-shim/rdmacm/cma.h"
@@ -56,7 +57,7 @@ static struct {
 	pthread_cond_t wake;
 	struct cma_conn *conns;
 	struct cma_id *listeners;
-	uint32_t next_comm_id;
+	uint32_t tag, next_comm_seq; /* comm IDs: cm_comm_id(tag, seq), route.h */
 	bool started;
 	pthread_t thread;
 } cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
@@ -354,10 +355,8 @@ static struct cma_conn *new_conn(void)
 
 	if (!c)
 		return NULL;
-	/* Comm IDs: unique in the process and unlikely to repeat across processes. */
-	if (!cm.next_comm_id && getrandom(&cm.next_comm_id, sizeof(cm.next_comm_id), 0) < 0)
-		cm.next_comm_id = (uint32_t)getpid() << 12;
-	cm_conn_init(&c->cm, ++cm.next_comm_id ? cm.next_comm_id : ++cm.next_comm_id, &timing);
+	/* The host routes the peer's answers to us by the tag (cm/route.h). */
+	cm_conn_init(&c->cm, cm_comm_id(cm.tag, cm.next_comm_seq++), &timing);
 	if (getrandom(&c->my_psn, sizeof(c->my_psn), 0) < 0)
 		c->my_psn = (uint32_t)now_ns();
 	c->my_psn &= 0xFFFFFF;
@@ -384,6 +383,15 @@ static struct cma_id *listener_of(uint64_t sid, const uint8_t dgid[16])
 	return NULL;
 }
 
+/* Answer a MAD no connection or listener takes, as a Linux CM does (cm/route.h). */
+static void answer_unclaimed(const struct uroce_mad_rx *rx)
+{
+	uint8_t mad[CM_MAD_LEN];
+
+	if (cm_answer_unclaimed(rx->mad, CM_MAD_LEN, mad))
+		uroce_mad_send(rx->dgid, rx->sgid, rx->tos, 64, mad);
+}
+
 /* A REQ for a listener: a new id, as librdmacm makes it (ABI.md: context, channel, ps). */
 static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 {
@@ -403,8 +411,13 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 			return;
 		}
 	}
-	if (!l || cma_hdr_decode(req->private_data, &h))
-		return; /* not ours: another process of the host may listen (mad.h) */
+	if (!l) {
+		/* Routed here, but the listener has gone since. */
+		answer_unclaimed(rx);
+		return;
+	}
+	if (cma_hdr_decode(req->private_data, &h))
+		return;
 	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
 		return;
 	c = new_conn();
@@ -453,7 +466,11 @@ static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	for (c = cm.conns; c; c = c->next)
 		if (c->sidr && c->sidr_id == req->request_id && !memcmp(c->dgid, rx->sgid, 16))
 			return;
-	if (!l || cma_hdr_decode(req->private_data, &h))
+	if (!l) {
+		answer_unclaimed(rx);
+		return;
+	}
+	if (cma_hdr_decode(req->private_data, &h))
 		return;
 	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
 		return;
@@ -516,14 +533,16 @@ static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 		on_sidr_req(&m, rx);
 	} else {
 		/* Every other message names our comm ID: remote (or the SIDR request ID). */
+		struct cma_conn *c;
+
 		mine = m.hdr.attr_id == CM_ATTR_SIDR_REP ? m.u.sidr_rep.request_id
 							 : m.u.rep.remote_comm_id;
-		for (struct cma_conn *c = cm.conns; c; c = c->next) {
-			if (c->cm.local_id == mine && cm_conn_read(&c->cm, &m, now_ns())) {
-				settle(c);
-				break;
-			}
-		}
+		for (c = cm.conns; c && c->cm.local_id != mine; c = c->next)
+			;
+		if (!c)
+			answer_unclaimed(rx); /* a DREQ of a connection gone: DREP */
+		else if (cm_conn_read(&c->cm, &m, now_ns()))
+			settle(c);
 	}
 	pthread_mutex_unlock(&cm.lock);
 }
@@ -571,8 +590,12 @@ static int start(void)
 	if (cm.started)
 		return 0;
 	err = uroce_mad_set_handler(on_mad, NULL);
+	if (!err)
+		err = uroce_cm_comm_tag(&cm.tag);
 	if (err)
 		return err;
+	if (getrandom(&cm.next_comm_seq, sizeof(cm.next_comm_seq), 0) < 0)
+		cm.next_comm_seq = (uint32_t)now_ns();
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_destroy(&cm.wake);
@@ -591,8 +614,8 @@ static int start(void)
 }
 
 /*
- * 0, or -1 with errno: EINVAL (NULL, or @id not bound or already listening), or the errno of
- * starting the engine. @backlog is not limited.
+ * 0, or -1 with errno: EINVAL (NULL, or @id not bound or already listening), ETIMEDOUT (the
+ * host's hub did not answer), or the errno of starting the engine. @backlog is not limited.
  */
 UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
@@ -613,6 +636,16 @@ UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		cm.listeners = c;
 	}
 	pthread_mutex_unlock(&cm.lock);
+	if (!err) {
+		/* Unlocked: the hub's answer may come through the thread that delivers MADs. */
+		struct uroce_service s = cma_service_of(c);
+
+		err = uroce_cm_service(UROCE_SERVICE_LISTEN, &s);
+		if (err) {
+			cma_conn_forget(c);
+			c->state = CMA_BOUND;
+		}
+	}
 	return err ? fail(err) : 0;
 }
 

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "verbs-shim/mad.h"
+
 struct cma_event {
 	struct rdma_cm_event ev; /* first: the application holds &ev */
 	struct cma_event *next;
@@ -49,7 +51,7 @@ struct cma_id {
 	bool sync;            /* created without a channel: it owns id.channel */
 	bool own_cqs;         /* qp.c made id.send_cq, .recv_cq and their channels */
 	enum cma_state state;
-	struct cma_id *next_bound;           /* addr.c: the ids holding a port */
+	bool bound;                          /* addr.c: it holds a port (cma_service_of) */
 	struct cma_conn *conn;               /* cm.c: its connection, if any */
 	struct cma_id *next_listener;        /* cm.c: in CMA_LISTEN */
 	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep of a listener: for its requests */
@@ -116,6 +118,9 @@ int cma_complete(struct rdma_cm_id *id);
 
 /* addr.c: give up the port @id holds, and its path. */
 void cma_release(struct cma_id *id);
+
+/* The host CM directory's name of @c's bound address (mad.h uroce_cm_service). */
+struct uroce_service cma_service_of(const struct cma_id *c);
 
 /*
  * Report ENOSYS for @call, which is not built yet: a message on stderr the first time (naming

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The host's CM directory (rdv.h): rdma_cm bindings reserved across the host's processes, CM
+ * MADs routed to the process they are for, and the host's answers for MADs nobody takes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cm/route.h"
+#include "fabric/log.h"
+#include "fabric/rdv_int.h"
+#include "transport/wire.h"
+
+/* Where ports asked for as 0 come from: Linux's default ip_local_port_range. */
+#define EPHEMERAL_FIRST 32768u
+#define EPHEMERAL_LAST  60999u
+
+/* An application thread's request, on its stack while it is in r->svc_wanted or svc_sent. */
+struct rdv_svc_req {
+	enum uroce_service_op op;
+	struct uroce_service svc;
+	uint32_t seq;
+	int err;
+	bool done;
+	struct rdv_svc_req *next;
+};
+
+static const uint8_t any4[16] = {[10] = 0xff, 0xff}, any6[16];
+
+static bool is_v4(const uint8_t gid[16])
+{
+	return !memcmp(gid, any4, 12);
+}
+
+/* Whether bindings at @a and @b share addresses (rdma_cm: a wildcard covers its family). */
+static bool overlap(const uint8_t a[16], const uint8_t b[16])
+{
+	if (!memcmp(a, b, 16) || !memcmp(a, any6, 16) || !memcmp(b, any6, 16))
+		return true;
+	return (!memcmp(a, any4, 16) && is_v4(b)) || (!memcmp(b, any4, 16) && is_v4(a));
+}
+
+static bool same(const struct uroce_service *a, const struct uroce_service *b)
+{
+	return a->ps == b->ps && a->port == b->port && !memcmp(a->gid, b->gid, 16);
+}
+
+/* Append to a binding list. 0 or ENOMEM. */
+static int add(struct rdv_svc **list, uint32_t *n, uint32_t *cap, const struct rdv_svc *e)
+{
+	if (*n == *cap) {
+		uint32_t ncap = *cap ? *cap * 2 : 16;
+		struct rdv_svc *grown = realloc(*list, ncap * sizeof(**list));
+
+		if (!grown)
+			return ENOMEM;
+		*list = grown;
+		*cap = ncap;
+	}
+	(*list)[(*n)++] = *e;
+	return 0;
+}
+
+/* The binding of @owner at @s in a list, or NULL. */
+static struct rdv_svc *find(struct rdv_svc *list, uint32_t n, const struct conn *owner,
+			    const struct uroce_service *s)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (list[i].owner == owner && same(&list[i].svc, s))
+			return &list[i];
+	return NULL;
+}
+
+static void remove_at(struct rdv_svc *list, uint32_t *n, struct rdv_svc *e)
+{
+	*e = list[--*n];
+}
+
+/* Hub: whether @s (its port given) collides with a binding of the host. */
+static bool taken(const struct uroce_rdv *r, const struct uroce_service *s)
+{
+	for (uint32_t i = 0; i < r->ndir; i++) {
+		const struct uroce_service *o = &r->dir[i].svc;
+
+		if (o->ps == s->ps && o->port == s->port && overlap(o->gid, s->gid))
+			return true;
+	}
+	return false;
+}
+
+/* Hub: a free ephemeral port for @s, cycling as Linux does. */
+static bool pick_port(struct uroce_rdv *r, struct uroce_service *s)
+{
+	for (uint32_t n = 0; n <= EPHEMERAL_LAST - EPHEMERAL_FIRST; n++) {
+		if (r->next_port < EPHEMERAL_FIRST || r->next_port > EPHEMERAL_LAST)
+			r->next_port = EPHEMERAL_FIRST;
+		s->port = r->next_port++;
+		if (!taken(r, s))
+			return true;
+	}
+	return false;
+}
+
+/* Hub: @op on @s for @owner (NULL: the hub itself). 0 or an errno; BIND fills a port 0. */
+static int dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service_op op,
+		     struct uroce_service *s)
+{
+	struct rdv_svc *e;
+
+	switch (op) {
+	case UROCE_SERVICE_BIND:
+		if (!s->port ? !pick_port(r, s) : taken(r, s))
+			return EADDRINUSE;
+		return add(&r->dir, &r->ndir, &r->dir_cap,
+			   &(struct rdv_svc){.owner = owner, .svc = *s});
+	case UROCE_SERVICE_LISTEN:
+		e = find(r->dir, r->ndir, owner, s);
+		if (!e)
+			return EINVAL;
+		e->listening = true;
+		return 0;
+	case UROCE_SERVICE_UNBIND:
+		e = find(r->dir, r->ndir, owner, s);
+		if (e)
+			remove_at(r->dir, &r->ndir, e);
+		return 0;
+	}
+	return EINVAL;
+}
+
+/* This process's own list after @op on @s succeeded. */
+static void held_apply(struct uroce_rdv *r, enum uroce_service_op op, const struct uroce_service *s)
+{
+	struct rdv_svc *e = find(r->held, r->nheld, NULL, s);
+
+	if (op == UROCE_SERVICE_BIND && !e &&
+	    add(&r->held, &r->nheld, &r->held_cap, &(struct rdv_svc){.svc = *s}))
+		uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory keeping a binding");
+	else if (op == UROCE_SERVICE_LISTEN && e)
+		e->listening = true;
+	else if (op == UROCE_SERVICE_UNBIND && e)
+		remove_at(r->held, &r->nheld, e);
+}
+
+/* Hub: the listener for service @sid at @dgid: an exact address before a wildcard. */
+static struct rdv_svc *listener(struct uroce_rdv *r, uint64_t sid, const uint8_t dgid[16])
+{
+	struct rdv_svc *wild = NULL;
+	enum cm_port_space ps;
+	uint16_t port;
+
+	if (!cm_service_split(sid, &ps, &port))
+		return NULL;
+	for (uint32_t i = 0; i < r->ndir; i++) {
+		struct rdv_svc *e = &r->dir[i];
+
+		if (!e->listening || e->svc.ps != ps || e->svc.port != port ||
+		    !overlap(e->svc.gid, dgid))
+			continue;
+		if (!memcmp(e->svc.gid, dgid, 16))
+			return e;
+		wild = e;
+	}
+	return wild;
+}
+
+/* The MAD in @rx if it is one a GSI takes, else NULL. */
+static const uint8_t *mad_of(const struct uroce_rx *rx)
+{
+	struct roce_pkt pkt;
+
+	if (rx->icrc == ROCE_ICRC_BAD || roce_decode(rx->roce, rx->len, &pkt) != ROCE_OK ||
+	    !cm_gsi_accepts(&pkt))
+		return NULL;
+	return pkt.payload;
+}
+
+/* Deliver to @owner: this process (NULL) or another. */
+static enum uroce_rdv_route to(struct uroce_rdv *r, struct conn *owner, const struct uroce_rx *rx)
+{
+	if (!owner)
+		return UROCE_RDV_DELIVER;
+	rdv_forward(r, owner, rx);
+	return UROCE_RDV_FORWARDED;
+}
+
+enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx)
+{
+	const uint8_t *mad = mad_of(rx);
+	struct cm_route route;
+	struct rdv_svc *l;
+	uint8_t answer[CM_MAD_LEN];
+	uint32_t tag;
+
+	/* Not a MAD a GSI takes: this process's GSI counts and drops it. */
+	if (!mad)
+		return UROCE_RDV_DELIVER;
+	route = cm_route_of(mad, CM_MAD_LEN);
+	switch (route.kind) {
+	case CM_ROUTE_NONE:
+		return UROCE_RDV_DELIVER;
+	case CM_ROUTE_SERVICE:
+		l = listener(r, route.service_id, rx->ip.dgid);
+		if (l)
+			return to(r, l->owner, rx);
+		break;
+	case CM_ROUTE_COMM_ID:
+		tag = cm_comm_tag(route.comm_id);
+		if (tag >= UROCE_QPN_BLOCKS)
+			break;
+		if (r->owner[tag] == r->token)
+			return UROCE_RDV_DELIVER;
+		if (r->route[tag])
+			return to(r, r->route[tag], rx);
+		if (r->owner[tag]) /* after a takeover, its owner has not said hello yet */
+			return UROCE_RDV_UNKNOWN;
+		break;
+	}
+	if (!cm_answer_unclaimed(mad, CM_MAD_LEN, answer))
+		return UROCE_RDV_UNKNOWN;
+	r->ops->answer_mad(r->arg, rx, answer);
+	return UROCE_RDV_ANSWERED;
+}
+
+static struct uroce_service svc_of(const struct rdv_service_msg *m)
+{
+	struct uroce_service s = {.ps = m->ps, .port = m->port};
+
+	memcpy(s.gid, m->gid, 16);
+	return s;
+}
+
+static struct rdv_service_msg msg_of(uint32_t seq, enum uroce_service_op op,
+				     const struct uroce_service *s)
+{
+	struct rdv_service_msg m = {.hdr = rdv_header(RDV_SERVICE),
+				    .seq = seq,
+				    .op = (uint16_t)op,
+				    .ps = s->ps,
+				    .port = s->port};
+
+	memcpy(m.gid, s->gid, 16);
+	return m;
+}
+
+void rdv_cm_hub_service(struct uroce_rdv *r, struct conn *c, size_t n)
+{
+	const struct rdv_service_msg *m = (const struct rdv_service_msg *)r->buf;
+	struct rdv_service_msg done;
+	struct uroce_service s;
+	int err;
+
+	if (n < sizeof(*m) || m->op < UROCE_SERVICE_BIND || m->op > UROCE_SERVICE_UNBIND) {
+		rdv_protocol_error(c, "a bad SERVICE");
+		return;
+	}
+	s = svc_of(m);
+	if (!m->seq) {
+		/* A claim after a takeover: its own already, or taken meanwhile (logged). */
+		err = find(r->dir, r->ndir, c, &s) ? 0 : dir_apply(r, c, UROCE_SERVICE_BIND, &s);
+		if (!err && m->listening)
+			err = dir_apply(r, c, UROCE_SERVICE_LISTEN, &s);
+		if (err)
+			uroce_log(UROCE_LOG_ERROR,
+				  "CM directory: process %d claims port %u of port space %#x: %s",
+				  (int)c->pid, s.port, s.ps, strerror(err));
+		return;
+	}
+	err = dir_apply(r, c, (enum uroce_service_op)m->op, &s);
+	done = msg_of(m->seq, (enum uroce_service_op)m->op, &s);
+	done.hdr = rdv_header(RDV_SERVICE_DONE);
+	done.err = err;
+	rdv_conn_send(c, &done, sizeof(done));
+}
+
+void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c)
+{
+	for (uint32_t i = 0; i < r->ndir;)
+		if (r->dir[i].owner == c)
+			remove_at(r->dir, &r->ndir, &r->dir[i]);
+		else
+			i++;
+}
+
+/* Answer @q with @err (and its port). Locked. */
+static void complete(struct uroce_rdv *r, struct rdv_svc_req *q, int err, uint16_t port)
+{
+	if (!err) {
+		q->svc.port = port;
+		held_apply(r, q->op, &q->svc);
+	}
+	q->err = err;
+	q->done = true;
+	pthread_cond_broadcast(&r->cond);
+}
+
+void rdv_cm_done(struct uroce_rdv *r, size_t n)
+{
+	const struct rdv_service_msg *m = (const struct rdv_service_msg *)r->buf;
+
+	if (n < sizeof(*m)) {
+		uroce_log(UROCE_LOG_ERROR, "rendezvous: ignoring a short SERVICE_DONE");
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	for (struct rdv_svc_req **pp = &r->svc_sent; *pp; pp = &(*pp)->next) {
+		struct rdv_svc_req *q = *pp;
+
+		if (q->seq == m->seq) {
+			*pp = q->next;
+			complete(r, q, m->err, m->port);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+void rdv_cm_serve(struct uroce_rdv *r)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->svc_wanted) {
+		struct rdv_svc_req *q = r->svc_wanted;
+		struct rdv_service_msg m;
+
+		r->svc_wanted = q->next;
+		if (r->hub) {
+			struct uroce_service s = q->svc;
+			int err = dir_apply(r, NULL, q->op, &s);
+
+			complete(r, q, err, s.port);
+			continue;
+		}
+		q->next = r->svc_sent;
+		r->svc_sent = q;
+		m = msg_of(q->seq, q->op, &q->svc);
+		rdv_up_send(r, &m, sizeof(m));
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+void rdv_cm_requeue(struct uroce_rdv *r)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->svc_sent) {
+		struct rdv_svc_req *q = r->svc_sent;
+
+		r->svc_sent = q->next;
+		q->next = r->svc_wanted;
+		r->svc_wanted = q;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+int rdv_cm_became_hub(struct uroce_rdv *r)
+{
+	r->ndir = 0;
+	for (uint32_t i = 0; i < r->nheld; i++)
+		if (add(&r->dir, &r->ndir, &r->dir_cap, &r->held[i]))
+			return ENOMEM;
+	return 0;
+}
+
+void rdv_cm_claim_held(struct uroce_rdv *r)
+{
+	for (uint32_t i = 0; i < r->nheld; i++) {
+		struct rdv_service_msg m = msg_of(0, UROCE_SERVICE_BIND, &r->held[i].svc);
+
+		m.listening = r->held[i].listening;
+		rdv_up_send(r, &m, sizeof(m));
+	}
+}
+
+void rdv_cm_own_block(struct uroce_rdv *r, uint32_t block)
+{
+	if (!atomic_load(&r->tagged)) {
+		atomic_store(&r->tag, block);
+		atomic_store(&r->tagged, true);
+	}
+}
+
+void rdv_cm_free(struct uroce_rdv *r)
+{
+	free(r->dir);
+	free(r->held);
+}
+
+uint32_t uroce_rdv_comm_tag(const struct uroce_rdv *r)
+{
+	return atomic_load(&r->tag);
+}
+
+static void unlink_req(struct rdv_svc_req **head, struct rdv_svc_req *q)
+{
+	for (struct rdv_svc_req **pp = head; *pp; pp = &(*pp)->next) {
+		if (*pp == q) {
+			*pp = q->next;
+			return;
+		}
+	}
+}
+
+int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroce_service *s)
+{
+	struct rdv_svc_req q = {.op = op, .svc = *s}, **pp;
+	struct timespec deadline;
+	uint64_t one = 1;
+	int err = 0;
+
+	if (uroce_progress_on_thread(r->progress)) {
+		if (!r->hub)
+			return EAGAIN;
+		err = dir_apply(r, NULL, op, s);
+		if (!err)
+			held_apply(r, op, s);
+		return err;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += REQUEST_TIMEOUT_S;
+	pthread_mutex_lock(&r->lock);
+	if (r->fatal) {
+		err = r->fatal;
+		goto out;
+	}
+	q.seq = ++r->svc_seq ? r->svc_seq : ++r->svc_seq;
+	/* At the tail: requests are served in the order they were made. */
+	for (pp = &r->svc_wanted; *pp; pp = &(*pp)->next)
+		;
+	*pp = &q;
+	(void)!write(r->evfd, &one, sizeof(one));
+	while (!q.done && !r->fatal && !err)
+		err = pthread_cond_timedwait(&r->cond, &r->lock, &deadline);
+	if (q.done) {
+		err = q.err;
+		*s = q.svc;
+		goto out;
+	}
+	/* Not answered: out of whichever list holds it, before this frame goes. */
+	unlink_req(&r->svc_wanted, &q);
+	unlink_req(&r->svc_sent, &q);
+	err = r->fatal ? r->fatal : ETIMEDOUT;
+out:
+	pthread_mutex_unlock(&r->lock);
+	return err;
+}

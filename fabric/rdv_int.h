@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rendezvous's insides, shared by its two files: rdv.c (meeting, QPN blocks, forwarding)
+ * and rdv_cm.c (the host's CM directory). Progress thread unless a field says otherwise.
+ */
+#ifndef UROCE_FABRIC_RDV_INT_H
+#define UROCE_FABRIC_RDV_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "fabric/rdv.h"
+#include "fabric/rdv_proto.h"
+
+#define REQUEST_TIMEOUT_S 10
+#define MSG_MAX           (sizeof(struct rdv_frame) + UROCE_PROGRESS_PAYLOAD_MAX)
+
+/* A binding of the CM directory; owner NULL: the hub's own (rdv_cm.c). */
+struct rdv_svc {
+	struct conn *owner;
+	struct uroce_service svc;
+	bool listening;
+};
+
+struct rdv_svc_req;
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* A connection: on the hub, to another process; elsewhere, to the hub. */
+struct conn {
+	struct uroce_rdv *r;
+	int fd;
+	struct uroce_watch *watch;
+	uint64_t token;    /* hub: 0 until HELLO */
+	uint16_t ports[2]; /* hub: the process's own UDP ports (HELLO) */
+	pid_t pid;         /* SO_PEERCRED, as seen from here */
+	bool dead;         /* hub: to be dropped by reap() */
+	struct conn *next;
+};
+
+struct uroce_rdv {
+	uint16_t port;
+	struct uroce_progress *progress;
+	struct uroce_qpn *qpn;
+	const struct uroce_rdv_ops *ops;
+	void *arg;
+	uint64_t token;       /* this process */
+	uint16_t my_ports[2]; /* its own UDP sockets' ports, IPv4 and IPv6 */
+	struct sockaddr_un name;
+	socklen_t name_len;
+
+	/* Each block owner's own UDP ports (IPv4 | IPv6 << 16): written on the progress thread. */
+	_Atomic uint32_t ports[UROCE_QPN_BLOCKS];
+
+	/* Progress thread only. */
+	uint64_t owner[UROCE_QPN_BLOCKS];     /* token of each block's owner; 0: free */
+	struct conn *route[UROCE_QPN_BLOCKS]; /* hub: where each block's datagrams go */
+	bool hub;
+	int listen_fd;
+	struct uroce_watch *listen_watch;
+	struct conn *conns; /* hub: the other processes */
+	bool have_dead;
+	struct conn *up;    /* not hub: the connection to the hub */
+	bool table_pending; /* not hub: the hub's first TABLE record replaces our copy */
+	uint32_t next_block;
+	uint32_t outstanding; /* requests sent to the hub and not answered */
+	struct uroce_timer grace;
+	struct uroce_timer bind_retry;
+	int evfd; /* application threads: requests are waiting */
+	struct uroce_watch *ev_watch;
+	_Alignas(8) uint8_t buf[MSG_MAX];
+
+	/* Shared with application threads. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint32_t wanted; /* requests not yet sent */
+	uint64_t grants, fulls;
+	int fatal; /* the rendezvous is unusable */
+	atomic_bool is_hub;
+	_Atomic uint64_t forwarded, forward_lost;
+
+	/* The host's CM directory (rdv_cm.c). */
+	_Atomic uint32_t tag; /* this process's first block: its comm ID tag */
+	atomic_bool tagged;   /* tag is set */
+	struct rdv_svc *dir;  /* hub: every binding of the host's processes */
+	uint32_t ndir, dir_cap;
+	struct rdv_svc *held; /* this process's bindings, for a new hub */
+	uint32_t nheld, held_cap;
+	uint16_t next_port;                        /* hub: the next ephemeral port to try */
+	struct rdv_svc_req *svc_wanted, *svc_sent; /* lock: requests to send, sent */
+	uint32_t svc_seq;                          /* lock: the last request's number */
+};
+
+static inline struct rdv_hdr rdv_header(enum rdv_type type)
+{
+	return (struct rdv_hdr){.magic = RDV_MAGIC, .version = RDV_VERSION, .type = (uint16_t)type};
+}
+
+/* Hub: a control message to @c; a process that cannot take it is dropped (it will rejoin). */
+void rdv_conn_send(struct conn *c, const void *msg, size_t len);
+
+/* Not hub: a message to the hub. If it has gone, its EOF starts the takeover. */
+void rdv_up_send(struct uroce_rdv *r, const void *msg, size_t len);
+
+/* Hub: @c broke the protocol (@what): it is dropped. */
+void rdv_protocol_error(struct conn *c, const char *what);
+
+/* Hub: the datagram @rx to process @c, without waiting. */
+void rdv_forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *rx);
+
+/* rdv_cm.c: the host's CM directory. */
+
+/* Hub: where the MAD @rx to QP 1 goes (cm/route.h); forwarded or answered here. */
+enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx);
+
+/* Hub: RDV_SERVICE from @c, @n bytes in r->buf. */
+void rdv_cm_hub_service(struct uroce_rdv *r, struct conn *c, size_t n);
+
+/* Hub: process @c has gone; its bindings go with it. */
+void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c);
+
+/* Not hub: RDV_SERVICE_DONE, @n bytes in r->buf. */
+void rdv_cm_done(struct uroce_rdv *r, size_t n);
+
+/* Send (or, as hub, serve) the requests application threads are waiting on. */
+void rdv_cm_serve(struct uroce_rdv *r);
+
+/* The hub has gone: what it did not answer is asked again of the next. */
+void rdv_cm_requeue(struct uroce_rdv *r);
+
+/* This process has become the hub: the directory starts with its own bindings. */
+int rdv_cm_became_hub(struct uroce_rdv *r);
+
+/* Connected to a new hub: claim this process's bindings there. */
+void rdv_cm_claim_held(struct uroce_rdv *r);
+
+/* The first block of this process (granted or claimed): its comm ID tag. */
+void rdv_cm_own_block(struct uroce_rdv *r, uint32_t block);
+
+void rdv_cm_free(struct uroce_rdv *r);
+
+#endif
