@@ -78,7 +78,11 @@ struct uroce_service {
 	uint16_t ps;     /* rdma_cm port space (cm/wire.h enum cm_port_space) */
 	uint16_t port;   /* 0 in UROCE_SERVICE_BIND: a free one of 32768..60999, filled in */
 	uint8_t gid[16]; /* the address as a GID; ::ffff:0.0.0.0 is any IPv4, :: any address */
+	uint8_t flags;   /* UROCE_SERVICE_REUSEADDR, _AFONLY (rdma_set_option) */
 };
+
+#define UROCE_SERVICE_REUSEADDR 1u /* shares the port with others that have it, until listening */
+#define UROCE_SERVICE_AFONLY    2u /* meets only bindings of its own address family */
 
 enum uroce_service_op {
 	UROCE_SERVICE_BIND = 1, /* reserve the port at the address */
@@ -219,8 +223,13 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
 /*
  * @op on @s in the host's CM directory, waiting for the hub's answer (an application thread;
  * the progress thread gets EAGAIN unless it is the hub's). BIND fills s->port when it was 0.
- * Returns 0, or EADDRINUSE (BIND: an overlapping binding holds the port, or no ephemeral port
- * is free), EINVAL (LISTEN: not bound by this process), ETIMEDOUT (no answer within 10 s), or
+ * Bindings meet as the kernel's rdma_cm has them meet (cma_check_port): of one port space and
+ * port, two REUSEADDR ones that do not listen share it; two AFONLY ones of different families
+ * do not meet; a wildcard meets everything else (EADDRNOTAVAIL); the same address is taken
+ * (EADDRINUSE). LISTEN checks a REUSEADDR binding again as if it had not the flag.
+ * Returns 0, or EADDRINUSE or EADDRNOTAVAIL (BIND: the port is taken as above, or no ephemeral
+ * port is free; LISTEN of a REUSEADDR binding: likewise), EINVAL (LISTEN: not bound by this
+ * process), ETIMEDOUT (no answer within 10 s), or
  * the error that made the rendezvous unusable.
  */
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s);

@@ -79,16 +79,41 @@ static void remove_at(struct rdv_svc *list, uint32_t *n, struct rdv_svc *e)
 	*e = list[--*n];
 }
 
-/* Hub: whether @s (its port given) collides with a binding of the host. */
-static bool taken(const struct uroce_rdv *r, const struct uroce_service *s)
+static bool is_any(const uint8_t gid[16])
+{
+	return !memcmp(gid, any4, 16) || !memcmp(gid, any6, 16);
+}
+
+/*
+ * The error binding @s meets at binding @o (the kernel's cma_check_port), or 0. With @reuse
+ * false, REUSEADDR is not honoured (a listen's check).
+ */
+static int clash(const struct rdv_svc *o, const struct uroce_service *s, bool reuse)
+{
+	const struct uroce_service *b = &o->svc;
+
+	if (b->ps != s->ps || b->port != s->port)
+		return 0;
+	if (reuse && !o->listening && (s->flags & b->flags & UROCE_SERVICE_REUSEADDR))
+		return 0;
+	if ((s->flags & b->flags & UROCE_SERVICE_AFONLY) && is_v4(s->gid) != is_v4(b->gid))
+		return 0;
+	if (is_any(s->gid) || is_any(b->gid))
+		return EADDRNOTAVAIL;
+	return memcmp(s->gid, b->gid, 16) ? 0 : EADDRINUSE;
+}
+
+/* Hub: the error @s (its port given) meets on the host, not counting @self; or 0. */
+static int taken(const struct uroce_rdv *r, const struct uroce_service *s,
+		 const struct rdv_svc *self, bool reuse)
 {
 	for (uint32_t i = 0; i < r->ndir; i++) {
-		const struct uroce_service *o = &r->dir[i].svc;
+		int err = &r->dir[i] == self ? 0 : clash(&r->dir[i], s, reuse);
 
-		if (o->ps == s->ps && o->port == s->port && overlap(o->gid, s->gid))
-			return true;
+		if (err)
+			return err;
 	}
-	return false;
+	return 0;
 }
 
 /* Hub: a free ephemeral port for @s, cycling as Linux does. */
@@ -98,7 +123,7 @@ static bool pick_port(struct uroce_rdv *r, struct uroce_service *s)
 		if (r->next_port < EPHEMERAL_FIRST || r->next_port > EPHEMERAL_LAST)
 			r->next_port = EPHEMERAL_FIRST;
 		s->port = r->next_port++;
-		if (!taken(r, s))
+		if (!taken(r, s, NULL, true))
 			return true;
 	}
 	return false;
@@ -109,17 +134,24 @@ static int dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service
 		     struct uroce_service *s)
 {
 	struct rdv_svc *e;
+	int err;
 
 	switch (op) {
 	case UROCE_SERVICE_BIND:
-		if (!s->port ? !pick_port(r, s) : taken(r, s))
+		if (!s->port && !pick_port(r, s))
 			return EADDRINUSE;
-		return add(&r->dir, &r->ndir, &r->dir_cap,
-			   &(struct rdv_svc){.owner = owner, .svc = *s});
+		err = taken(r, s, NULL, true);
+		return err ? err
+			   : add(&r->dir, &r->ndir, &r->dir_cap,
+				 &(struct rdv_svc){.owner = owner, .svc = *s});
 	case UROCE_SERVICE_LISTEN:
 		e = find(r->dir, r->ndir, owner, s);
 		if (!e)
 			return EINVAL;
+		/* A listener has the port to itself (the kernel's cma_listen). */
+		err = taken(r, &e->svc, e, false);
+		if (err)
+			return err;
 		e->listening = true;
 		return 0;
 	case UROCE_SERVICE_UNBIND:
@@ -227,7 +259,7 @@ enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx
 
 static struct uroce_service svc_of(const struct rdv_service_msg *m)
 {
-	struct uroce_service s = {.ps = m->ps, .port = m->port};
+	struct uroce_service s = {.ps = m->ps, .port = m->port, .flags = m->flags};
 
 	memcpy(s.gid, m->gid, 16);
 	return s;
@@ -240,7 +272,8 @@ static struct rdv_service_msg msg_of(uint32_t seq, enum uroce_service_op op,
 				    .seq = seq,
 				    .op = (uint16_t)op,
 				    .ps = s->ps,
-				    .port = s->port};
+				    .port = s->port,
+				    .flags = s->flags};
 
 	memcpy(m.gid, s->gid, 16);
 	return m;

@@ -90,12 +90,13 @@ struct rdv_frame {
 /* A CM directory request (enum uroce_service_op) and, as RDV_SERVICE_DONE, its outcome. */
 struct rdv_service_msg {
 	struct rdv_hdr hdr;
-	uint32_t seq;       /* the requester's number; 0: a claim after a takeover (no answer) */
-	uint16_t op;        /* a claim: UROCE_SERVICE_BIND */
-	uint16_t ps;        /* struct uroce_service */
-	uint16_t port;      /* DONE: the port bound */
-	uint16_t listening; /* a claim: the binding listens */
-	int32_t err;        /* DONE: 0 or an errno */
+	uint32_t seq;      /* the requester's number; 0: a claim after a takeover (no answer) */
+	uint16_t op;       /* a claim: UROCE_SERVICE_BIND */
+	uint16_t ps;       /* struct uroce_service */
+	uint16_t port;     /* DONE: the port bound */
+	uint8_t listening; /* a claim: the binding listens */
+	uint8_t flags;     /* struct uroce_service */
+	int32_t err;       /* DONE: 0 or an errno */
 	uint8_t gid[16];
 };
 

@@ -297,7 +297,7 @@ Test(rdv, cm_directory_binds_and_routes, .init = open_24833, .fini = close_hub)
 	cr_assert_eq(service(fd, 5, UROCE_SERVICE_LISTEN, 9, NULL), EINVAL);
 	/* The hub's own bindings meet the process's: the same address or the wildcard. */
 	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &mine), EADDRINUSE);
-	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), EADDRINUSE);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), EADDRNOTAVAIL);
 
 	/* REQ to the listener's service: to the process. */
 	m.u.req.local_comm_id = cm_comm_id(hub_tag, 7);
@@ -343,9 +343,47 @@ Test(rdv, cm_directory_binds_and_routes, .init = open_24833, .fini = close_hub)
 	close(fd);
 	for (int i = 0; i < 100 && uroce_net_service(net, UROCE_SERVICE_BIND, &mine); i++)
 		usleep(10000);
-	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), EADDRINUSE);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), EADDRNOTAVAIL);
 	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_UNBIND, &mine), 0);
 	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), 0);
+}
+
+static void open_24834(void)
+{
+	open_hub("24834");
+}
+
+/* rdma_set_option's REUSEADDR and AFONLY in the directory, as the kernel's cma_check_port. */
+Test(rdv, cm_directory_reuseaddr_and_afonly, .init = open_24834, .fini = close_hub)
+{
+	struct uroce_service a = {.ps = CM_PS_UDP,
+				  .port = 5000,
+				  .gid = {[10] = 0xff, 0xff, 127, 0, 0, 1},
+				  .flags = UROCE_SERVICE_REUSEADDR},
+			     b = a, any6 = {.ps = CM_PS_UDP, .port = 5000}, any4 = any6;
+
+	any4.gid[10] = any4.gid[11] = 0xff;
+	/* Two REUSEADDR bindings share the port until one listens. */
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &a), 0);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &b), 0);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_LISTEN, &a), EADDRINUSE);
+	b.flags = 0;
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &b), EADDRINUSE);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_UNBIND, &a), 0);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_UNBIND, &a), 0);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &b), 0, "both unbound");
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_LISTEN, &b), 0);
+	a.flags = UROCE_SERVICE_REUSEADDR;
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &a), EADDRINUSE, "b listens");
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_UNBIND, &b), 0);
+	/* AFONLY: the IPv4 and IPv6 wildcards coexist only if both have it. */
+	any4.flags = UROCE_SERVICE_AFONLY;
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any4), 0);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any6), EADDRNOTAVAIL);
+	any6.flags = UROCE_SERVICE_AFONLY;
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any6), 0);
+	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &a), EADDRNOTAVAIL,
+		     "any4 holds it");
 }
 
 static void open_24831(void)

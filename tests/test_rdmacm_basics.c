@@ -3,8 +3,9 @@
  * uroce's librdmacm.so.1 as far as it is built (verbs-shim/rdmacm/cma.h): event channels with
  * a pollable, optionally non-blocking fd; ids of each port space, synchronous ones with a
  * channel of their own, migration; device lists; event names; binding (ports, EADDRINUSE,
- * ENODEV) and address and route resolution, with events or synchronously; and the calls not
- * built yet failing with ENOSYS rather than pretending.
+ * EADDRNOTAVAIL, ENODEV) and address and route resolution, with events or synchronously;
+ * rdma_set_option with the kernel's rules; and the calls not built yet failing with ENOSYS
+ * rather than pretending.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -141,7 +142,7 @@ Test(rdmacm, bind_ports_and_devices)
 	any.sin_addr.s_addr = 0;
 	sin = lo4(7471);
 	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&sin), -1, "under the wildcard");
-	cr_assert_eq(errno, EADDRINUSE);
+	cr_assert_eq(errno, EADDRNOTAVAIL, "the kernel's answer when a wildcard is involved");
 	nowhere.sin_addr.s_addr = htonl(0xC0000201); /* 192.0.2.1, on no interface */
 	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&nowhere), -1);
 	cr_assert_eq(errno, ENODEV);
@@ -312,4 +313,101 @@ Test(rdmacm, create_ep_passive_and_active)
 	cr_assert_eq(id->event->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	rdma_destroy_ep(id);
 	rdma_freeaddrinfo(res);
+}
+
+static int set_int(struct rdma_cm_id *id, int name, int v)
+{
+	return rdma_set_option(id, RDMA_OPTION_ID, name, &v, sizeof(v));
+}
+
+Test(rdmacm, options_with_the_kernels_rules)
+{
+	struct rdma_cm_id *a, *b, *u, *v6;
+	struct sockaddr_in sin = lo4(7480), any = {.sin_family = AF_INET, .sin_port = htons(7481)};
+	struct sockaddr_in6 any6 = {.sin6_family = AF_INET6, .sin6_port = htons(7481)};
+	struct sockaddr_in dst = lo4(7482);
+	uint8_t tos = 0x60, timeout = 20;
+
+	cr_assert_eq(rdma_create_id(NULL, &a, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_create_id(NULL, &b, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_create_id(NULL, &u, NULL, RDMA_PS_UDP), 0);
+	cr_assert_eq(rdma_create_id(NULL, &v6, NULL, RDMA_PS_TCP), 0);
+	/* Lengths, levels and names. */
+	cr_assert_eq(rdma_set_option(a, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 4), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(set_int(a, 99, 1), -1);
+	cr_assert_eq(errno, ENOSYS);
+	cr_assert_eq(rdma_set_option(a, 7, RDMA_OPTION_ID_TOS, &tos, 1), -1);
+	cr_assert_eq(errno, ENOSYS);
+	cr_assert_eq(rdma_set_option(u, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, 1),
+		     -1, "ACK timeout of a UD id");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_set_option(a, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, 1),
+		     0);
+	/* REUSEADDR: two ids share a port until one listens. */
+	cr_assert_eq(set_int(a, RDMA_OPTION_ID_REUSEADDR, 1), 0);
+	cr_assert_eq(set_int(b, RDMA_OPTION_ID_REUSEADDR, 1), 0);
+	cr_assert_eq(rdma_bind_addr(a, (struct sockaddr *)&sin), 0);
+	cr_assert_eq(rdma_bind_addr(b, (struct sockaddr *)&sin), 0);
+	cr_assert_eq(rdma_listen(a, 1), -1);
+	cr_assert_eq(errno, EADDRINUSE);
+	cr_assert_eq(set_int(a, RDMA_OPTION_ID_REUSEADDR, 0), -1, "off only before binding");
+	cr_assert_eq(errno, EINVAL);
+	rdma_destroy_id(b);
+	cr_assert_eq(rdma_listen(a, 1), 0);
+	/* AFONLY: IPv4 ids are; an IPv6 wildcard meets IPv4 ones unless it is too. */
+	cr_assert_eq(rdma_bind_addr(u, (struct sockaddr *)&any), 0);
+	any6.sin6_family = AF_INET6;
+	cr_assert_eq(rdma_create_id(NULL, &b, NULL, RDMA_PS_UDP), 0);
+	cr_assert_eq(set_int(b, RDMA_OPTION_ID_AFONLY, 0), 0);
+	cr_assert_eq(rdma_bind_addr(b, (struct sockaddr *)&any6), -1);
+	cr_assert_eq(errno, EADDRNOTAVAIL);
+	cr_assert_eq(set_int(b, RDMA_OPTION_ID_AFONLY, 1), 0);
+	cr_assert_eq(rdma_bind_addr(b, (struct sockaddr *)&any6), 0);
+	rdma_destroy_id(b);
+	/* TOS: in the path, and AFONLY no longer once resolved. */
+	cr_assert_eq(rdma_set_option(v6, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), 0);
+	cr_assert_eq(rdma_resolve_addr(v6, NULL, (struct sockaddr *)&dst, 1000), 0);
+	cr_assert_eq(set_int(v6, RDMA_OPTION_ID_AFONLY, 1), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_resolve_route(v6, 1000), 0);
+	cr_assert_eq(v6->route.path_rec->traffic_class, 0x60);
+	rdma_destroy_id(a);
+	rdma_destroy_id(u);
+	rdma_destroy_id(v6);
+}
+
+/* RDMA_OPTION_IB_PATH: a bidirectional primary path becomes the route of a resolved id. */
+Test(rdmacm, option_ib_path)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst = lo4(7483);
+	struct ibv_path_data d[2] = {
+		{.flags = IBV_PATH_FLAG_ALTERNATE},
+		{.flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL}};
+
+	d[1].path.mtu = IBV_MTU_2048 | 2 << 6;
+	d[1].path.tclass = 0x20;
+	d[1].path.flowlabel_hoplimit = htonl(0x12345u << 8 | 7);
+	d[1].path.pkey = htons(0xFFFF);
+	cr_assert_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, d, sizeof(d)), -1,
+		     "no address yet");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), 0);
+	cr_assert_eq(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, d, sizeof(d) - 1),
+		     -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, d, sizeof(d[0])), -1,
+		     "no bidirectional primary path");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, d, sizeof(d)), 0);
+	cr_assert_eq(id->route.num_paths, 1);
+	cr_assert_eq(id->route.path_rec->mtu, IBV_MTU_2048);
+	cr_assert_eq(id->route.path_rec->mtu_selector, 2);
+	cr_assert_eq(id->route.path_rec->traffic_class, 0x20);
+	cr_assert_eq(id->route.path_rec->hop_limit, 7);
+	cr_assert_eq(ntohl(id->route.path_rec->flow_label), 0x12345u);
+	cr_assert_eq(rdma_resolve_route(id, 1000), -1, "the route is resolved already");
+	rdma_destroy_id(id);
 }

@@ -5,11 +5,14 @@
 #   rdmacm.sh UROCE_RUN SANITIZER PORT NAME
 # NAME: rping (-V, 100 pings of 4000 bytes; the server's capture must hold REQ, REP, RTU, DREQ
 # and DREP, decode in tshark with no malformed frame and verify in scapy), rping_q (the
-# application's own QP: CONNECT_RESPONSE and rdma_establish), ucmatose, rdma_server (with
-# rdma_client: the synchronous API, rdma_create_ep and rdma_get_request), udaddy (UD: SIDR),
+# application's own QP: CONNECT_RESPONSE and rdma_establish), ucmatose (the client sets TOS
+# 0x60: every frame of the server's capture, MADs and data of both sides, carries it),
+# rdma_server (with rdma_client: the synchronous API, rdma_create_ep and rdma_get_request),
+# udaddy (UD: SIDR),
 # cmtime (100 connections set up and torn down; its server never exits, so it is stopped),
 # rejected (no server: the host answers REQ with REJ 8 and SIDR_REQ with SIDR_REP 1 at once, as
-# the kernel does), addrinuse (a second server on a port another process holds: EADDRINUSE),
+# the kernel does), addrinuse (a second server on a port another process holds: EADDRINUSE,
+# or EADDRNOTAVAIL for a wildcard),
 # hubkilled (three servers; the first, the hub, is killed: the other two still get their
 # clients, their listens claimed at the new hub, and the dead one's port draws REJ 8).
 set -uo pipefail
@@ -35,7 +38,8 @@ rping_q)
 	;;
 ucmatose)
 	server_cmd=(ucmatose -p "$port" -c 4 -C 20)
-	client_cmd=(ucmatose -p "$port" -c 4 -C 20 -s 127.0.0.1)
+	# With a TOS (RDMA_OPTION_ID_TOS) and an ACK timeout (RDMA_OPTION_ID_ACK_TIMEOUT).
+	client_cmd=(ucmatose -p "$port" -c 4 -C 20 -s 127.0.0.1 -t 96 -a 20)
 	;;
 rdma_server)
 	server_cmd=(rdma_server -p "$port")
@@ -71,12 +75,14 @@ addrinuse)
 	timeout 20 "$run" rping -s -a 127.0.0.1 -p "$port" -C 1 >"$dir/first.out" 2>&1 &
 	server=$!
 	sleep 0.3
-	for addr in 127.0.0.1 0.0.0.0; do
+	# The kernel's rdma_cm: the same address is in use; a wildcard cannot be assigned.
+	for case in "127.0.0.1|Address already in use" "0.0.0.0|Cannot assign requested address"; do
+		addr=${case%%|*}
 		timeout 5 "$run" rping -s -a "$addr" -p "$port" -C 1 >"$dir/second.out" 2>&1
 		rc=$?
 		cat "$dir/second.out"
-		if ((rc == 0 || rc == 124)) || ! grep -q "rdma_bind_addr: Address already in use" \
-			"$dir/second.out"; then
+		if ((rc == 0 || rc == 124)) || ! grep -q "rdma_bind_addr: ${case#*|}" "$dir/second.out"
+		then
 			echo "FAIL: addrinuse: a second server at $addr:$port got rc $rc" >&2
 			exit 1
 		fi
@@ -130,6 +136,15 @@ if ((client_rc != 0 || server_rc != 0)); then
 	exit 1
 fi
 tail -n 2 "$dir/client.out"
+if [[ $name == ucmatose ]]; then
+	tos=$(tshark -r "$dir/server.pcap" -d "udp.port==$UROCE_UDP_PORT,infiniband" \
+		-T fields -e ip.dsfield 2>/dev/null | sort | uniq -c)
+	echo "capture: IP TOS of the frames: $tos"
+	if [[ $(awk '{print $2}' <<<"$tos") != 0x60 ]]; then
+		echo "FAIL: ucmatose: frames without the TOS the client set" >&2
+		exit 1
+	fi
+fi
 if [[ $name == cmtime ]] && { ! grep -q "^connect " "$dir/client.out" ||
 	grep -qiE "error|fail" "$dir/client.out"; }; then
 	echo "FAIL: cmtime: not every connection was made" >&2

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,13 +102,27 @@ struct ibv_context *cma_device_of(const uint8_t gid[16])
 	return ctx;
 }
 
+/* net.ipv6.bindv6only: whether an IPv6 wildcard leaves IPv4 alone. */
+static bool bindv6only(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v == 1;
+}
+
 /* Bind @c to @addr, reserving the port host-wide (mad.h uroce_cm_service). 0 or an errno. */
 static int bind_to(struct cma_id *c, const struct sockaddr *addr)
 {
 	struct sockaddr *src = &c->id.route.addr.src_addr;
-	struct uroce_service s = {.ps = (uint16_t)c->id.ps, .port = get_port(addr)};
 	union ibv_gid g = gid_of(addr);
 	struct ibv_context *verbs = NULL;
+	struct uroce_service s;
 	uint8_t port_num = 0;
 	int err;
 
@@ -118,11 +133,16 @@ static int bind_to(struct cma_id *c, const struct sockaddr *addr)
 		if (!verbs)
 			return ENODEV; /* as the kernel: no RDMA device holds the address */
 	}
-	memcpy(s.gid, g.raw, 16);
-	err = uroce_cm_service(UROCE_SERVICE_BIND, &s);
-	if (err)
-		return err;
+	/* The kernel's default: IPv4 ids are AF-only, IPv6 ones as net.ipv6.bindv6only says. */
+	if (!c->afonly_set)
+		c->afonly = addr->sa_family == AF_INET || bindv6only();
 	memcpy(src, addr, sa_len(addr));
+	s = cma_service_of(c);
+	err = uroce_cm_service(UROCE_SERVICE_BIND, &s);
+	if (err) {
+		memset(&c->id.route.addr.src_storage, 0, sizeof(c->id.route.addr.src_storage));
+		return err;
+	}
 	set_port(src, s.port);
 	c->id.verbs = verbs;
 	c->id.port_num = port_num;
@@ -136,6 +156,11 @@ struct uroce_service cma_service_of(const struct cma_id *c)
 	const struct sockaddr *src = &c->id.route.addr.src_addr;
 	struct uroce_service s = {.ps = (uint16_t)c->id.ps, .port = get_port(src)};
 	union ibv_gid g = gid_of(src);
+
+	if (c->reuseaddr)
+		s.flags |= UROCE_SERVICE_REUSEADDR;
+	if (c->afonly)
+		s.flags |= UROCE_SERVICE_AFONLY;
 
 	memcpy(s.gid, g.raw, 16);
 	return s;
@@ -171,8 +196,9 @@ static int fail(int err)
 /*
  * 0, or -1 with errno: EINVAL (NULL, or @id already bound), EAFNOSUPPORT (not IPv4 or IPv6),
  * ENODEV (no uroce device has the address), EADDRINUSE (the port of that port space is taken
- * on the host at an overlapping address, or no ephemeral port is left), ETIMEDOUT (the host's
- * hub did not answer).
+ * on the host at this address, or no ephemeral port is left), EADDRNOTAVAIL (it is taken, and
+ * one of the two is a wildcard: the kernel's rules, fabric/net.h uroce_net_service), ETIMEDOUT
+ * (the host's hub did not answer).
  */
 UROCE_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
@@ -280,6 +306,7 @@ UROCE_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	p->dgid = gid_of(&id->route.addr.dst_addr);
 	p->dlid = p->slid = htons(0xFFFF); /* permissive on RoCEv2 (§4.7) */
 	p->hop_limit = 64;
+	p->traffic_class = c->tos; /* RDMA_OPTION_ID_TOS, else the kernel's default_roce_tos 0 */
 	p->reversible = 1;
 	p->numb_path = 1;
 	p->pkey = htons(0xFFFF);

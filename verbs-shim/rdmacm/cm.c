@@ -46,7 +46,8 @@ struct cma_conn {
 	uint8_t sgid[16], dgid[16];
 	uint32_t my_psn, peer_qpn, peer_psn;
 	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry, path_mtu;
-	bool sidr;         /* UD: a SIDR exchange rather than a connection */
+	uint8_t tos; /* the path's traffic class: the IP TOS of its MADs and its QP's packets */
+	bool sidr;   /* UD: a SIDR exchange rather than a connection */
 	uint32_t sidr_id;  /* passive SIDR: the requester's request ID */
 	uint64_t sidr_sid; /* and its service ID */
 	struct cma_conn *next;
@@ -143,7 +144,7 @@ static void flush(struct cma_conn *c)
 
 	while (cm_conn_write(&c->cm, &m, now_ns()))
 		if (cm_encode(&m, mad))
-			uroce_mad_send(c->sgid, c->dgid, 0, 64, mad); /* a loss is retried */
+			uroce_mad_send(c->sgid, c->dgid, c->tos, 64, mad); /* a loss is retried */
 }
 
 /* The QP attributes for RTR and RTS from the connection (PROTOCOL.md §4.9). */
@@ -168,6 +169,7 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 		memcpy(a->ah_attr.grh.dgid.raw, c->dgid, 16);
 		a->ah_attr.grh.sgid_index = (uint8_t)idx;
 		a->ah_attr.grh.hop_limit = 64;
+		a->ah_attr.grh.traffic_class = c->tos;
 		/* The access the connection grants (ib_cm's RTR attributes). */
 		a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
 		if (c->responder_resources)
@@ -178,7 +180,7 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 		return 0;
 	case IBV_QPS_RTS:
 		a->sq_psn = c->my_psn;
-		a->timeout = LOCAL_ACK_TIMEOUT;
+		a->timeout = c->id->ack_timeout_set ? c->id->ack_timeout : LOCAL_ACK_TIMEOUT;
 		a->retry_cnt = c->retry_count;
 		a->rnr_retry = c->rnr_retry;
 		a->max_rd_atomic = c->initiator_depth ? c->initiator_depth : 1;
@@ -246,6 +248,7 @@ static void sidr_answered(struct cma_conn *c, const struct cm_sidr_rep *rep)
 	memcpy(ud.ah_attr.grh.dgid.raw, c->dgid, 16);
 	ud.ah_attr.grh.sgid_index = (uint8_t)idx;
 	ud.ah_attr.grh.hop_limit = 64;
+	ud.ah_attr.grh.traffic_class = c->tos;
 	c->id->state = CMA_CONNECTED;
 	cma_ud_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, &ud, rep->private_data, CM_SIDR_REP_PRIVATE);
 }
@@ -437,6 +440,7 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	c->retry_count = req->retry_count;
 	c->rnr_retry = req->rnr_retry_count;
 	c->path_mtu = req->path_mtu;
+	c->tos = req->primary.traffic_class; /* the passive path is the REQ's (§4.10) */
 	sa_of(&ss, rx->dgid, (uint16_t)req->service_id);
 	memcpy(&child->route.addr.src_addr, &ss, sizeof(struct sockaddr_in6));
 	sa_of(&ss, rx->sgid, h.src_port);
@@ -485,6 +489,7 @@ static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	c->sidr = true;
 	c->sidr_id = req->request_id;
 	c->sidr_sid = req->service_id;
+	c->tos = rx->tos; /* answered along the path it came */
 	c->cm.tid = m->hdr.tid;
 	memcpy(c->sgid, rx->dgid, 16);
 	memcpy(c->dgid, rx->sgid, 16);
@@ -513,7 +518,7 @@ static void sidr_reply(struct cma_conn *c, uint8_t status, const void *pd, size_
 	if (len)
 		memcpy(m.u.sidr_rep.private_data, pd, len);
 	if (cm_encode(&m, mad))
-		uroce_mad_send(c->sgid, c->dgid, 0, 64, mad);
+		uroce_mad_send(c->sgid, c->dgid, c->tos, 64, mad);
 	c->cm.state = CM_CLOSED;
 }
 
@@ -669,6 +674,7 @@ static struct cma_conn *active_conn(struct cma_id *ci, int *err)
 	ci->state = CMA_CONNECTING;
 	gid_of(c->sgid, &id->route.addr.src_addr);
 	gid_of(c->dgid, &id->route.addr.dst_addr);
+	c->tos = id->route.path_rec ? id->route.path_rec->traffic_class : 0;
 	return c;
 }
 
@@ -772,6 +778,7 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 				  port_of(&id->route.addr.dst_addr)) &
 				 0xFFFFF;
 	req.primary.hop_limit = 64;
+	req.primary.traffic_class = c->tos;
 	req.primary.local_ack_timeout = LOCAL_ACK_TIMEOUT;
 	request_private_data(id, c, conn_param, req.private_data);
 	cm_conn_connect(&c->cm, &req, (uint64_t)1 << 32 | c->cm.local_id, now_ns());

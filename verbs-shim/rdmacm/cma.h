@@ -57,6 +57,9 @@ struct cma_id {
 	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep of a listener: for its requests */
 	unsigned int events_out;             /* channel.c: its events taken and not yet acked */
 	struct ibv_pd *ep_pd;
+	/* rdma_set_option (option.c) */
+	uint8_t tos, ack_timeout;
+	bool tos_set, ack_timeout_set, reuseaddr, afonly, afonly_set;
 };
 
 static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)

@@ -14,9 +14,7 @@
 
 int cma_not_yet(const char *call)
 {
-	fprintf(stderr,
-		"uroce: %s: not implemented yet (uroce's rdma_cm has event channels and ids so "
-		"far; connections come with the IB CM)\n",
+	fprintf(stderr, "uroce: %s: not implemented yet in uroce's rdma_cm (docs/UNSUPPORTED.md)\n",
 		call);
 	errno = ENOSYS;
 	return -1;
@@ -60,17 +58,6 @@ UROCE_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 	(void)mc_join_attr;
 	(void)context;
 	return cma_not_yet("rdma_join_multicast_ex");
-}
-
-UROCE_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
-				 size_t optlen)
-{
-	(void)id;
-	(void)level;
-	(void)optname;
-	(void)optval;
-	(void)optlen;
-	return cma_not_yet("rdma_set_option");
 }
 
 UROCE_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
