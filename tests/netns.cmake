@@ -31,6 +31,8 @@ set(_two_hosts
   "rpingloss|4|rdmacm|LOSS=5|rping -C 40 -S 4000 -V"
   "mcast|4|bytes|-|$<TARGET_FILE:mcast_peer> -n 200"
   "mcast6|6|bytes|CAPTURE=1|$<TARGET_FILE:mcast_peer> -n 200"
+  "mckey|4|mckey|CAPTURE=1|mckey -C 50"
+  "mckey6|6|mckey|-|mckey -C 50"
 )
 # UD multicast between the hosts (IP multicast over the veth): netns/mcast_peer.c.
 add_executable(mcast_peer netns/mcast_peer.c)

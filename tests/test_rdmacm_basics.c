@@ -100,8 +100,10 @@ Test(rdmacm, calls_not_built_fail_with_enosys)
 
 	cr_assert_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP), 0);
 	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
-	cr_assert_eq(rdma_join_multicast(id, (struct sockaddr *)&sin, NULL), -1);
+	cr_assert_eq(rdma_set_local_ece(id, &(struct ibv_ece){0}), -1);
 	cr_assert_eq(errno, ENOSYS);
+	cr_assert_eq(rdma_notify(id, IBV_EVENT_COMM_EST), -1, "no connection");
+	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(rdma_destroy_id(id), 0);
 	cr_assert_eq(rsocket(AF_INET, SOCK_STREAM, 0), -1);
 	cr_assert_eq(errno, ENOSYS);
@@ -410,4 +412,110 @@ Test(rdmacm, option_ib_path)
 	cr_assert_eq(ntohl(id->route.path_rec->flow_label), 0x12345u);
 	cr_assert_eq(rdma_resolve_route(id, 1000), -1, "the route is resolved already");
 	rdma_destroy_id(id);
+}
+
+/* Multicast joins as the kernel makes them on RoCEv2 (rdmacm/mcast.c). */
+Test(rdmacm, multicast_join_and_leave)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id, *tcp;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in src = lo4(0), group = {.sin_family = AF_INET}, other = group;
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	union ibv_gid mgid = {.raw = {[10] = 0xff, 0xff, 239, 1, 2, 3}};
+	int ctx;
+
+	group.sin_addr.s_addr = htonl(0xEF010203); /* 239.1.2.3 */
+	other.sin_addr.s_addr = htonl(0xEF010204);
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
+	cr_assert_eq(rdma_create_id(ch, &tcp, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_join_multicast(id, (struct sockaddr *)&group, &ctx), -1, "not bound");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&src), 0);
+	cr_assert_eq(rdma_bind_addr(tcp, (struct sockaddr *)&src), 0);
+	cr_assert_eq(rdma_join_multicast(tcp, (struct sockaddr *)&group, &ctx), -1, "not UD");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_join_multicast(id, (struct sockaddr *)&src, &ctx), -1, "no group");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_create_qp(id, NULL, &qa), 0);
+	cr_assert_eq(rdma_join_multicast(id, (struct sockaddr *)&group, &ctx), 0);
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), 0);
+	cr_assert_eq(ev->event, RDMA_CM_EVENT_MULTICAST_JOIN);
+	cr_assert_eq(ev->status, 0);
+	cr_assert_eq(ev->param.ud.qp_num, 0xFFFFFF);
+	cr_assert_eq(ev->param.ud.qkey, 0x01234567);
+	cr_assert_eq(ev->param.ud.private_data, &ctx);
+	cr_assert(ev->param.ud.ah_attr.is_global);
+	cr_assert_eq(memcmp(&ev->param.ud.ah_attr.grh.dgid, &mgid, 16), 0);
+	cr_assert_eq(ev->param.ud.ah_attr.grh.hop_limit, 64);
+	rdma_ack_cm_event(ev);
+	/* Taking the event attached the QP: detaching succeeds once, then finds nothing. */
+	cr_assert_eq(rdma_leave_multicast(id, (struct sockaddr *)&other), -1);
+	cr_assert_eq(errno, EADDRNOTAVAIL);
+	cr_assert_eq(rdma_leave_multicast(id, (struct sockaddr *)&group), 0);
+	cr_assert_neq(ibv_detach_mcast(id->qp, &mgid, 0), 0, "left: no longer attached");
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_id(tcp);
+	rdma_destroy_event_channel(ch);
+}
+
+/* The next event on @ch, which must be @type. */
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev;
+
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), 0);
+	cr_assert_eq(ev->event, type, "%s, not %s", rdma_event_str(ev->event),
+		     rdma_event_str(type));
+	return ev;
+}
+
+/*
+ * rdma_notify(COMM_EST): a passive side whose RTU has not come (the active side holds it back:
+ * no QP, CONNECT_RESPONSE, no rdma_establish yet) is established by it, as the kernel's
+ * ib_cm_notify does; once established, EISCONN.
+ */
+Test(rdmacm, notify_comm_est_establishes_the_passive_side)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listener, *client, *child;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in at = lo4(7490);
+	struct rdma_conn_param cp = {
+		.qp_num = 0x123, .responder_resources = 1, .initiator_depth = 1};
+
+	cr_assert_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_bind_addr(listener, (struct sockaddr *)&at), 0);
+	cr_assert_eq(rdma_listen(listener, 1), 0);
+	cr_assert_eq(rdma_create_id(ch, &client, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(client, NULL, (struct sockaddr *)&at, 1000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	cr_assert_eq(rdma_resolve_route(client, 1000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	cr_assert_eq(rdma_connect(client, &cp), 0);
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	cr_assert_eq(rdma_notify(child, IBV_EVENT_COMM_EST), -1, "no REP sent yet");
+	cr_assert_eq(errno, EINVAL);
+	cp.qp_num = 0x456;
+	cr_assert_eq(rdma_accept(child, &cp), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE));
+	cr_assert_eq(rdma_notify(child, IBV_EVENT_SQ_DRAINED), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_notify(child, IBV_EVENT_COMM_EST), 0);
+	ev = expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+	cr_assert_eq(ev->id, child);
+	rdma_ack_cm_event(ev);
+	cr_assert_eq(rdma_notify(child, IBV_EVENT_COMM_EST), -1);
+	cr_assert_eq(errno, EISCONN);
+	/* The late RTU changes nothing on the passive side. */
+	cr_assert_eq(rdma_establish(client), 0);
+	rdma_destroy_id(client);
+	rdma_destroy_id(child);
+	rdma_destroy_id(listener);
+	rdma_destroy_event_channel(ch);
 }

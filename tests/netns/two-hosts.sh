@@ -11,7 +11,8 @@
 #           at all (for rdma_cm programs, which need no TCP exchange)
 #   CHECK   "bytes" (rdma-core examples print their throughput), "perftest" (a result row),
 #           "rdmacm" (rping: server -s -a and client -c -a the server's address, no TCP; the
-#           exit status says whether every byte was right)
+#           exit status says whether every byte was right), "mckey" (host b receives, host a
+#           sends, in group 239.1.2.3 or ff0e::1:2 joined through rdma_join_multicast_ex)
 # Each host's ibv_devices must list its own veth's device and not its peer's.
 # Environment: LOSS=P drops P% of the RoCE packets entering either host (nftables numgen
 # random, an independent check of retransmission: this kernel has no netem) -- all but RC
@@ -130,6 +131,10 @@ gflag=-g
 if [[ $check == rdmacm ]]; then
 	# rping: the rdma_cm finds device and GID from the address; no TCP side channel.
 	server_args=(-s -a "$addr_b" "$@") client_args=(-c -a "$addr_b" "$@")
+elif [[ $check == mckey ]]; then
+	group=239.1.2.3
+	[[ $family == 6* ]] && group=ff0e::1:2
+	server_args=(-m "$group" -b "$addr_b" "$@") client_args=(-m "$group" -b "$addr_a" -s "$@")
 else
 	server_args=(-d uroce_vb "$gflag" "$gb" "$@")
 	client_args=(-d uroce_va "$gflag" "$ga" "$@" "$tcp_b")
@@ -137,7 +142,7 @@ fi
 ip netns exec "$b" env "${env[@]}" "${capture[@]}" timeout 90 "$run" "$prog" \
 	"${server_args[@]}" >"$dir/server.out" 2>&1 &
 server=$!
-if [[ $check == rdmacm ]]; then
+if [[ $check == rdmacm || $check == mckey ]]; then
 	sleep 0.3 # it listens on no TCP port that ss could show
 else
 	for ((i = 0; i < 100; i++)); do
@@ -165,6 +170,9 @@ perftest)
 	grep -A1 '#bytes' "$dir/client.out" | tail -n 1 | grep -qE '^ *[0-9]+ +[0-9]+' || ok=0
 	;;
 rdmacm) ;; # rping -V exits non-zero on a wrong byte
+mckey) # the receiver waits for every message
+	grep -q "data transfers complete" "$dir/server.out" || ok=0
+	;;
 
 esac
 if ((client_rc != 0 || server_rc != 0 || !ok)); then

@@ -14,7 +14,9 @@
 # the kernel does), addrinuse (a second server on a port another process holds: EADDRINUSE,
 # or EADDRNOTAVAIL for a wildcard),
 # hubkilled (three servers; the first, the hub, is killed: the other two still get their
-# clients, their listens claimed at the new hub, and the dead one's port draws REJ 8).
+# clients, their listens claimed at the new hub, and the dead one's port draws REJ 8), mckey
+# (two receivers and a sender in a multicast group, IPv4 then IPv6: every receiver gets every
+# message).
 set -uo pipefail
 
 run=$1 sanitizer=$2 port=$3 name=$4
@@ -86,6 +88,28 @@ addrinuse)
 			echo "FAIL: addrinuse: a second server at $addr:$port got rc $rc" >&2
 			exit 1
 		fi
+	done
+	exit 0
+	;;
+mckey) # each process sleeps 3 s after joining, as mckey does for an SM
+	for fam in "239.1.2.3|127.0.0.1" "ff0e::1:2|::1"; do
+		group=${fam%%|*} bind=${fam#*|}
+		pids=()
+		for r in 1 2; do
+			timeout 30 "$run" mckey -m "$group" -b "$bind" -C 20 >"$dir/recv$r.out" 2>&1 &
+			pids+=($!)
+		done
+		sleep 0.5
+		timeout 30 "$run" mckey -m "$group" -b "$bind" -s -C 20 || exit 1
+		for r in 1 2; do
+			wait "${pids[$((r - 1))]}"
+			rc=$?
+			cat "$dir/recv$r.out"
+			if ((rc != 0)) || ! grep -q "data transfers complete" "$dir/recv$r.out"; then
+				echo "FAIL: mckey $group: receiver $r ($rc)" >&2
+				exit 1
+			fi
+		done
 	done
 	exit 0
 	;;

@@ -46,7 +46,7 @@ static void set_port(struct sockaddr *sa, uint16_t port)
 }
 
 /* The GID of @sa's address: IPv4-mapped for IPv4 (PROTOCOL.md §4.7). */
-static union ibv_gid gid_of(const struct sockaddr *sa)
+union ibv_gid cma_gid(const struct sockaddr *sa)
 {
 	union ibv_gid g = {0};
 
@@ -59,10 +59,25 @@ static union ibv_gid gid_of(const struct sockaddr *sa)
 	return g;
 }
 
+int cma_gid_index(struct ibv_context *ctx, const uint8_t gid[16])
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, 1, &pa))
+		return -1;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		union ibv_gid g;
+
+		if (!ibv_query_gid(ctx, 1, i, &g) && !memcmp(g.raw, gid, 16))
+			return i;
+	}
+	return -1;
+}
+
 static bool is_wildcard(const struct sockaddr *sa)
 {
 	static const union ibv_gid any4 = {.raw = {[10] = 0xff, 0xff}};
-	union ibv_gid g = gid_of(sa);
+	union ibv_gid g = cma_gid(sa);
 
 	return !memcmp(&g, sa->sa_family == AF_INET ? &any4 : &(union ibv_gid){0}, sizeof(g));
 }
@@ -120,7 +135,7 @@ static bool bindv6only(void)
 static int bind_to(struct cma_id *c, const struct sockaddr *addr)
 {
 	struct sockaddr *src = &c->id.route.addr.src_addr;
-	union ibv_gid g = gid_of(addr);
+	union ibv_gid g = cma_gid(addr);
 	struct ibv_context *verbs = NULL;
 	struct uroce_service s;
 	uint8_t port_num = 0;
@@ -155,7 +170,7 @@ struct uroce_service cma_service_of(const struct cma_id *c)
 {
 	const struct sockaddr *src = &c->id.route.addr.src_addr;
 	struct uroce_service s = {.ps = (uint16_t)c->id.ps, .port = get_port(src)};
-	union ibv_gid g = gid_of(src);
+	union ibv_gid g = cma_gid(src);
 
 	if (c->reuseaddr)
 		s.flags |= UROCE_SERVICE_REUSEADDR;
@@ -302,8 +317,8 @@ UROCE_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return fail(ENOMEM);
-	p->sgid = gid_of(&id->route.addr.src_addr);
-	p->dgid = gid_of(&id->route.addr.dst_addr);
+	p->sgid = cma_gid(&id->route.addr.src_addr);
+	p->dgid = cma_gid(&id->route.addr.dst_addr);
 	p->dlid = p->slid = htons(0xFFFF); /* permissive on RoCEv2 (§4.7) */
 	p->hop_limit = 64;
 	p->traffic_class = c->tos; /* RDMA_OPTION_ID_TOS, else the kernel's default_roce_tos 0 */

@@ -142,9 +142,27 @@ int cma_complete(struct rdma_cm_id *id)
 	return 0;
 }
 
+int cma_join_event(struct rdma_cm_id *id, const struct cma_event_ud *ud, void *context, bool attach)
+{
+	struct cma_event *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return ENOMEM;
+	e->ev.id = id;
+	e->ev.event = RDMA_CM_EVENT_MULTICAST_JOIN;
+	e->ev.param.ud.ah_attr = ud->ah_attr;
+	e->ev.param.ud.qp_num = ud->qp_num;
+	e->ev.param.ud.qkey = ud->qkey;
+	e->ev.param.ud.private_data = context; /* librdmacm: the join's context */
+	e->attach = attach;
+	push(to_channel(id->channel), e);
+	return 0;
+}
+
 /*
  * 0 and *@event, or -1 with errno: EINVAL (NULL arguments), EAGAIN (the fd was made
- * non-blocking and no event waits), EINTR.
+ * non-blocking and no event waits), EINTR. A MULTICAST_JOIN whose QP cannot be attached to the
+ * group is turned into MULTICAST_ERROR with status -1, as librdmacm does.
  */
 UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
@@ -169,6 +187,14 @@ UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rd
 	if (e->ev.id)
 		to_cma_id(e->ev.id)->events_out++;
 	pthread_mutex_unlock(&acks.lock);
+	if (e->attach && e->ev.id->qp) {
+		int err = ibv_attach_mcast(e->ev.id->qp, &e->ev.param.ud.ah_attr.grh.dgid, 0);
+
+		if (err) {
+			e->ev.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+			e->ev.status = -1;
+		}
+	}
 	*event = &e->ev;
 	if (e->ev.id && to_cma_id(e->ev.id)->sync)
 		e->ev.id->event = &e->ev; /* the last event, for synchronous use (ABI.md §2) */

@@ -82,18 +82,6 @@ static const struct cm_timing timing = {.remote_response_timeout = CM_RESPONSE_T
 					.max_cm_retries = CM_MAX_RETRIES,
 					.timewait = LOCAL_ACK_TIMEOUT + 2};
 
-/* A GID of an IP sockaddr (IPv4-mapped for IPv4). */
-static void gid_of(uint8_t gid[16], const struct sockaddr *sa)
-{
-	memset(gid, 0, 16);
-	if (sa->sa_family == AF_INET) {
-		gid[10] = gid[11] = 0xff;
-		memcpy(gid + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else {
-		memcpy(gid, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-	}
-}
-
 static void sa_of(struct sockaddr_storage *ss, const uint8_t gid[16], uint16_t port)
 {
 	static const uint8_t mapped[12] = {[10] = 0xff, 0xff};
@@ -120,22 +108,6 @@ static uint16_t port_of(const struct sockaddr *sa)
 					      : ((const struct sockaddr_in6 *)sa)->sin6_port);
 }
 
-/* The GID table index of @gid on @ctx port 1, or -1. */
-static int gid_index(struct ibv_context *ctx, const uint8_t gid[16])
-{
-	struct ibv_port_attr pa;
-
-	if (ibv_query_port(ctx, 1, &pa))
-		return -1;
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		union ibv_gid g;
-
-		if (!ibv_query_gid(ctx, 1, i, &g) && !memcmp(g.raw, gid, 16))
-			return i;
-	}
-	return -1;
-}
-
 /* Send what the connection has to send. Locked. */
 static void flush(struct cma_conn *c)
 {
@@ -155,7 +127,7 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 
 	switch (a->qp_state) {
 	case IBV_QPS_RTR:
-		idx = gid_index(id->verbs, c->sgid);
+		idx = cma_gid_index(id->verbs, c->sgid);
 		if (idx < 0)
 			return ENODEV;
 		a->path_mtu = (enum ibv_mtu)c->path_mtu;
@@ -235,7 +207,7 @@ static void sidr_answered(struct cma_conn *c, const struct cm_sidr_rep *rep)
 {
 	struct rdma_cm_id *id = &c->id->id;
 	struct cma_event_ud ud = {.qp_num = rep->qpn, .qkey = rep->qkey};
-	int idx = gid_index(id->verbs, c->sgid);
+	int idx = cma_gid_index(id->verbs, c->sgid);
 
 	if (rep->status != CM_SIDR_OK || idx < 0) {
 		c->id->state = CMA_DISCONNECTED;
@@ -379,7 +351,7 @@ static struct cma_id *listener_of(uint64_t sid, const uint8_t dgid[16])
 		if (cm_service_id((enum cm_port_space)id->ps, port_of(&id->route.addr.src_addr)) !=
 		    sid)
 			continue;
-		gid_of(g, &id->route.addr.src_addr);
+		memcpy(g, cma_gid(&id->route.addr.src_addr).raw, 16);
 		if (!memcmp(g, any4, 16) || !memcmp(g, any6, 16) || !memcmp(g, dgid, 16))
 			return l;
 	}
@@ -672,8 +644,8 @@ static struct cma_conn *active_conn(struct cma_id *ci, int *err)
 	c->id = ci;
 	ci->conn = c;
 	ci->state = CMA_CONNECTING;
-	gid_of(c->sgid, &id->route.addr.src_addr);
-	gid_of(c->dgid, &id->route.addr.dst_addr);
+	memcpy(c->sgid, cma_gid(&id->route.addr.src_addr).raw, 16);
+	memcpy(c->dgid, cma_gid(&id->route.addr.dst_addr).raw, 16);
 	c->tos = id->route.path_rec ? id->route.path_rec->traffic_class : 0;
 	return c;
 }
@@ -893,6 +865,31 @@ UROCE_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	if (!err) {
 		to_cma_id(id)->state = CMA_CONNECTED;
 		settle(c);
+	}
+	pthread_mutex_unlock(&cm.lock);
+	return err ? fail(err) : 0;
+}
+
+/*
+ * Passive side: data came on the QP before the RTU (the application saw IBV_EVENT_COMM_EST):
+ * established now, ESTABLISHED follows (the kernel's ib_cm_notify). 0, or -1 with errno:
+ * EINVAL (NULL, another event, no connection waiting for its RTU), EISCONN (established).
+ */
+UROCE_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	struct cma_conn *c;
+	int err = EINVAL;
+
+	if (!id || event != IBV_EVENT_COMM_EST)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cm.lock);
+	c = to_cma_id(id)->conn;
+	if (c && c->cm.state == CM_ESTABLISHED) {
+		err = EISCONN;
+	} else if (c && c->cm.state == CM_REP_SENT) {
+		cm_conn_established(&c->cm);
+		settle(c);
+		err = 0;
 	}
 	pthread_mutex_unlock(&cm.lock);
 	return err ? fail(err) : 0;

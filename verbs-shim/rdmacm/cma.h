@@ -25,6 +25,7 @@ struct cma_event {
 	struct rdma_cm_event ev; /* first: the application holds &ev */
 	struct cma_event *next;
 	uint8_t private_data[256]; /* where ev.param.conn.private_data points */
+	bool attach; /* MULTICAST_JOIN: attach the id's QP to the group when taken (librdmacm) */
 };
 
 struct cma_channel {
@@ -45,6 +46,7 @@ enum cma_state {
 };
 
 struct cma_conn; /* cm.c */
+struct cma_mc;   /* mcast.c */
 
 struct cma_id {
 	struct rdma_cm_id id; /* first: the application holds &id */
@@ -60,6 +62,7 @@ struct cma_id {
 	/* rdma_set_option (option.c) */
 	uint8_t tos, ack_timeout;
 	bool tos_set, ack_timeout_set, reuseaddr, afonly, afonly_set;
+	struct cma_mc *mcs; /* mcast.c: the groups joined */
 };
 
 static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
@@ -103,11 +106,28 @@ struct cma_event_ud {
 int cma_ud_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
 		 const struct cma_event_ud *ud, const void *pd, size_t len);
 
+/*
+ * Queue MULTICAST_JOIN for @id: @ud in event.param.ud, @context as its private data; with
+ * @attach, the id's QP joins the group ud->ah_attr.grh.dgid when the event is taken. Returns 0
+ * or ENOMEM.
+ */
+int cma_join_event(struct rdma_cm_id *id, const struct cma_event_ud *ud, void *context,
+		   bool attach);
+
+/* mcast.c: the id is being destroyed; forget its groups. */
+void cma_mc_release(struct cma_id *c);
+
 /* cm.c: the id is being destroyed; its connection, if any, goes on without it. */
 void cma_conn_forget(struct cma_id *id);
 
 /* cm.c: the attributes for a->qp_state RTR or RTS from @id's connection. 0 or EINVAL. */
 int cma_conn_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask);
+
+/* addr.c: the GID of an IP sockaddr (IPv4-mapped for IPv4). */
+union ibv_gid cma_gid(const struct sockaddr *sa);
+
+/* addr.c: the GID table index of @gid on @ctx port 1, or -1. */
+int cma_gid_index(struct ibv_context *ctx, const uint8_t gid[16]);
 
 /* addr.c: the shared context of the uroce device holding @gid (port 1), or NULL. */
 struct ibv_context *cma_device_of(const uint8_t gid[16]);

@@ -67,6 +67,7 @@ UROCE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	cma_conn_forget(c);
 	cma_events_drain(id);
 	cma_release(c);
+	cma_mc_release(c);
 	free(c->ep_qp_attr);
 	if (c->sync)
 		rdma_destroy_event_channel(id->channel);

@@ -29,37 +29,6 @@ UROCE_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data
 	return cma_not_yet("rdma_reject_ece");
 }
 
-UROCE_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
-{
-	(void)id;
-	(void)event;
-	return cma_not_yet("rdma_notify");
-}
-
-UROCE_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	(void)id;
-	(void)addr;
-	(void)context;
-	return cma_not_yet("rdma_join_multicast");
-}
-
-UROCE_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id;
-	(void)addr;
-	return cma_not_yet("rdma_leave_multicast");
-}
-
-UROCE_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
-					struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)
-{
-	(void)id;
-	(void)mc_join_attr;
-	(void)context;
-	return cma_not_yet("rdma_join_multicast_ex");
-}
-
 UROCE_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	(void)id;
