@@ -8,7 +8,8 @@
 # application's own QP: CONNECT_RESPONSE and rdma_establish), ucmatose (the client sets TOS
 # 0x60: every frame of the server's capture, MADs and data of both sides, carries it),
 # rdma_server (with rdma_client: the synchronous API, rdma_create_ep and rdma_get_request),
-# udaddy (UD: SIDR),
+# udaddy (UD: SIDR), rdma_xserver (with rdma_xclient, RC) and rdma_xserver_xrc (-c x: an XRC
+# initiator connects to an XRC target with an XRC SRQ; the capture must hold XRC SEND Only),
 # cmtime (100 connections set up and torn down; its server never exits, so it is stopped),
 # rejected (no server: the host answers REQ with REJ 8 and SIDR_REQ with SIDR_REP 1 at once, as
 # the kernel does), addrinuse (a second server on a port another process holds: EADDRINUSE,
@@ -50,6 +51,14 @@ rdma_server)
 udaddy) # UD through SIDR; udaddy has no port option (its own, 7174)
 	server_cmd=(udaddy -c 2 -C 20)
 	client_cmd=(udaddy -c 2 -C 20 -s 127.0.0.1)
+	;;
+rdma_xserver)
+	server_cmd=(rdma_xserver -p "$port")
+	client_cmd=(rdma_xclient -s 127.0.0.1 -p "$port")
+	;;
+rdma_xserver_xrc)
+	server_cmd=(rdma_xserver -p "$port" -c x)
+	client_cmd=(rdma_xclient -s 127.0.0.1 -p "$port" -c x)
 	;;
 cmtime) # the client reports; the server runs until stopped (rdma-core 44)
 	server_cmd=(cmtime -p "$port")
@@ -160,6 +169,15 @@ if ((client_rc != 0 || server_rc != 0)); then
 	exit 1
 fi
 tail -n 2 "$dir/client.out"
+if [[ $name == rdma_xserver_xrc ]]; then
+	ops=$(tshark -r "$dir/server.pcap" -d "udp.port==$UROCE_UDP_PORT,infiniband" \
+		-T fields -e infiniband.bth.opcode 2>/dev/null | sort -u | tr '\n' ' ')
+	echo "capture: BTH opcodes $ops"
+	if ! grep -qw 164 <<<"$ops"; then # 0xA4: XRC SEND Only
+		echo "FAIL: rdma_xserver_xrc: no XRC SEND Only in the capture" >&2
+		exit 1
+	fi
+fi
 if [[ $name == ucmatose ]]; then
 	tos=$(tshark -r "$dir/server.pcap" -d "udp.port==$UROCE_UDP_PORT,infiniband" \
 		-T fields -e ip.dsfield 2>/dev/null | sort | uniq -c)

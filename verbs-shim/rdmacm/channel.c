@@ -135,11 +135,14 @@ int cma_complete(struct rdma_cm_id *id)
 		rdma_ack_cm_event(id->event);
 	if (rdma_get_cm_event(id->channel, &ev))
 		return -1;
-	if (ev->status) {
-		errno = -ev->status;
-		return -1;
-	}
-	return 0;
+	if (!ev->status)
+		return 0;
+	/* librdmacm's ucma_complete: a rejection is ECONNREFUSED, a status its errno. */
+	if (ev->event == RDMA_CM_EVENT_REJECTED)
+		errno = ECONNREFUSED;
+	else
+		errno = ev->status < 0 ? -ev->status : ev->status;
+	return -1;
 }
 
 int cma_join_event(struct rdma_cm_id *id, const struct cma_event_ud *ud, void *context, bool attach)

@@ -133,8 +133,6 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 		a->path_mtu = (enum ibv_mtu)c->path_mtu;
 		a->dest_qp_num = c->peer_qpn;
 		a->rq_psn = c->peer_psn;
-		a->max_dest_rd_atomic = c->responder_resources ? c->responder_resources : 1;
-		a->min_rnr_timer = 12; /* 0.64 ms, as rxe's default */
 		memset(&a->ah_attr, 0, sizeof(a->ah_attr));
 		a->ah_attr.is_global = 1;
 		a->ah_attr.port_num = id->port_num;
@@ -147,17 +145,25 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 		if (c->responder_resources)
 			a->qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
-			IBV_QP_ACCESS_FLAGS;
+			IBV_QP_RQ_PSN | IBV_QP_ACCESS_FLAGS;
+		/* A responder's (ib_cm's cm_init_qp_rtr_attr): not an XRC initiator's. */
+		if (id->qp_type != IBV_QPT_XRC_SEND) {
+			a->max_dest_rd_atomic = c->responder_resources ? c->responder_resources : 1;
+			a->min_rnr_timer = 12; /* 0.64 ms, as rxe's default */
+			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
 		return 0;
 	case IBV_QPS_RTS:
 		a->sq_psn = c->my_psn;
 		a->timeout = c->id->ack_timeout_set ? c->id->ack_timeout : LOCAL_ACK_TIMEOUT;
-		a->retry_cnt = c->retry_count;
-		a->rnr_retry = c->rnr_retry;
-		a->max_rd_atomic = c->initiator_depth ? c->initiator_depth : 1;
-		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
+		/* A requester's (cm_init_qp_rts_attr): not an XRC target's, which only answers. */
+		if (id->qp_type != IBV_QPT_XRC_RECV) {
+			a->retry_cnt = c->retry_count;
+			a->rnr_retry = c->rnr_retry;
+			a->max_rd_atomic = c->initiator_depth ? c->initiator_depth : 1;
+			*mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		}
 		return 0;
 	default:
 		return EINVAL;
@@ -395,6 +401,7 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 		return;
 	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
 		return;
+	child->qp_type = l->id.qp_type; /* librdmacm: the listener's (an XRC one's too) */
 	c = new_conn();
 	if (!c) {
 		rdma_destroy_id(child);
@@ -450,6 +457,7 @@ static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 		return;
 	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
 		return;
+	child->qp_type = l->id.qp_type; /* librdmacm: the listener's (an XRC one's too) */
 	c = new_conn();
 	if (!c) {
 		rdma_destroy_id(child);
@@ -733,7 +741,11 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 	req.responder_resources = c->responder_resources;
 	req.initiator_depth = c->initiator_depth;
 	req.remote_cm_response_timeout = CM_RESPONSE_TIMEOUT;
-	req.transport_type = id->qp_type == IBV_QPT_UC ? 1 : 0;
+	/* RC 0, UC 1; XRC: 3 (extended), extended type 1 (ib_cm's cm_req_set_qp_type). */
+	req.transport_type = id->qp_type == IBV_QPT_UC         ? 1
+			     : id->qp_type == IBV_QPT_XRC_SEND ? 3
+							       : 0;
+	req.ext_transport_type = id->qp_type == IBV_QPT_XRC_SEND ? 1 : 0;
 	req.e2e_flow_control = conn_param ? conn_param->flow_control : 1;
 	req.starting_psn = c->my_psn;
 	req.local_cm_response_timeout = CM_RESPONSE_TIMEOUT;

@@ -134,8 +134,9 @@ struct ibv_context *cma_device_of(const uint8_t gid[16]);
 
 /*
  * After a call that queued an event on a synchronous id: take that event (acking the one
- * before), leave it in id->event, and return 0, or -1 with errno = -status if it reports an
- * error (librdmacm's synchronous mode). For other ids: 0.
+ * before), leave it in id->event, and return 0, or -1 if it reports an error, with errno
+ * ECONNREFUSED for REJECTED, else the status's magnitude (librdmacm's synchronous mode). For
+ * other ids: 0.
  */
 int cma_complete(struct rdma_cm_id *id);
 

@@ -7,6 +7,7 @@
  * way being the connection's.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <rdma/rdma_verbs.h>
 #include <stdlib.h>
 
@@ -14,28 +15,66 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/rdmacm/cma.h"
 
-/* The default PD of each device, made on first use and kept (as librdmacm's). */
+/* The default PD and XRC domain of each device, made on first use and kept (as librdmacm's). */
 static struct {
 	pthread_mutex_t lock;
 	struct ibv_context *ctx[64];
 	struct ibv_pd *pd[64];
+	struct ibv_xrcd *xrcd[64];
 	unsigned int n;
-} pds = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} devs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* @ctx's slot in devs, added if new; -1 when full. Locked. */
+static int dev_slot(struct ibv_context *ctx)
+{
+	for (unsigned int i = 0; i < devs.n; i++)
+		if (devs.ctx[i] == ctx)
+			return (int)i;
+	if (devs.n == sizeof(devs.ctx) / sizeof(devs.ctx[0]))
+		return -1;
+	devs.ctx[devs.n] = ctx;
+	return (int)devs.n++;
+}
 
 static struct ibv_pd *default_pd(struct ibv_context *ctx)
 {
 	struct ibv_pd *pd = NULL;
+	int i;
 
-	pthread_mutex_lock(&pds.lock);
-	for (unsigned int i = 0; i < pds.n && !pd; i++)
-		if (pds.ctx[i] == ctx)
-			pd = pds.pd[i];
-	if (!pd && pds.n < sizeof(pds.pd) / sizeof(pds.pd[0]) && (pd = ibv_alloc_pd(ctx))) {
-		pds.ctx[pds.n] = ctx;
-		pds.pd[pds.n++] = pd;
+	pthread_mutex_lock(&devs.lock);
+	i = dev_slot(ctx);
+	if (i >= 0) {
+		if (!devs.pd[i])
+			devs.pd[i] = ibv_alloc_pd(ctx);
+		pd = devs.pd[i];
 	}
-	pthread_mutex_unlock(&pds.lock);
+	pthread_mutex_unlock(&devs.lock);
+	if (!pd && !errno)
+		errno = ENOMEM;
 	return pd;
+}
+
+/* The device's XRC domain for XRC target QPs and SRQs (librdmacm's ucma_get_xrcd). */
+static struct ibv_xrcd *default_xrcd(struct ibv_context *ctx)
+{
+	struct ibv_xrcd_init_attr attr = {.comp_mask =
+						  IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+					  .fd = -1,
+					  .oflags = O_CREAT};
+	struct ibv_xrcd *xrcd = NULL;
+	int i;
+
+	pthread_mutex_lock(&devs.lock);
+	i = dev_slot(ctx);
+	if (i >= 0) {
+		if (!devs.xrcd[i])
+			devs.xrcd[i] = ibv_open_xrcd(ctx, &attr);
+		xrcd = devs.xrcd[i];
+	}
+	pthread_mutex_unlock(&devs.lock);
+	if (!xrcd && !errno)
+		errno = ENOMEM;
+	return xrcd;
 }
 
 static int fail(int err)
@@ -114,7 +153,8 @@ static void destroy_cqs(struct rdma_cm_id *id)
 {
 	struct cma_id *c = to_cma_id(id);
 
-	if (!c->own_cqs)
+	/* An XRC SRQ completes on the receive CQ: it goes with the SRQ (librdmacm). */
+	if (!c->own_cqs || (id->qp_type == IBV_QPT_XRC_RECV && id->srq))
 		return;
 	if (id->send_cq && id->send_cq != id->recv_cq)
 		ibv_destroy_cq(id->send_cq);
@@ -169,6 +209,13 @@ UROCE_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_att
 	}
 	if (attr->pd->context != id->verbs)
 		return fail(EINVAL);
+	if (id->qp_type == IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		attr->xrcd = default_xrcd(id->verbs);
+		if (!attr->xrcd)
+			return -1;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
 	if (!attr->send_cq || !attr->recv_cq) {
 		err = create_cqs(id, attr->send_cq ? 0 : (int)attr->cap.max_send_wr,
 				 attr->recv_cq ? 0 : (int)attr->cap.max_recv_wr);
@@ -211,7 +258,7 @@ UROCE_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	ex.recv_cq = qp_init_attr->recv_cq;
 	ex.srq = qp_init_attr->srq;
 	ex.cap = qp_init_attr->cap;
-	ex.qp_type = qp_init_attr->qp_type;
+	ex.qp_type = qp_init_attr->qp_type ? qp_init_attr->qp_type : id->qp_type;
 	ex.sq_sig_all = qp_init_attr->sq_sig_all;
 	ex.pd = pd;
 	ex.comp_mask = pd ? IBV_QP_INIT_ATTR_PD : 0;
@@ -233,12 +280,14 @@ UROCE_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 }
 
 /*
- * An SRQ for @id (NULL @attr->pd: the default PD). 0, or -1 with errno: EINVAL (NULL, an id
- * on no device), ENOMEM, or ibv_create_srq_ex's.
+ * An SRQ for @id (NULL @attr->pd: the default PD; an XRC one without domain or CQ: the
+ * device's XRC domain and the id's receive CQ, made if needed). 0, or -1 with errno: EINVAL
+ * (NULL, an id on no device), ENOMEM, or ibv_create_srq_ex's.
  */
 UROCE_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 {
 	struct ibv_srq *srq;
+	int err;
 
 	if (!id || !attr || !id->verbs)
 		return fail(EINVAL);
@@ -247,6 +296,19 @@ UROCE_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_a
 		if (!attr->pd)
 			return fail(ENOMEM);
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC) {
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+			attr->xrcd = default_xrcd(id->verbs);
+			if (!attr->xrcd)
+				return -1;
+		}
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+			if (!id->recv_cq && (err = create_cqs(id, 0, (int)attr->attr.max_wr)))
+				return fail(err);
+			attr->cq = id->recv_cq;
+		}
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
 	}
 	srq = ibv_create_srq_ex(id->verbs, attr);
 	if (!srq)
@@ -266,8 +328,9 @@ UROCE_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	ex.srq_context = attr->srq_context;
 	ex.attr = attr->attr;
 	ex.pd = pd;
-	ex.comp_mask = pd ? IBV_SRQ_INIT_ATTR_PD : 0;
-	ex.srq_type = IBV_SRQT_BASIC;
+	ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0);
+	/* librdmacm: an XRC target id's SRQ is an XRC SRQ. */
+	ex.srq_type = id && id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
 	return rdma_create_srq_ex(id, &ex);
 }
 
@@ -276,6 +339,8 @@ UROCE_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 	if (id->srq)
 		ibv_destroy_srq(id->srq);
 	id->srq = NULL;
+	if (!id->qp)
+		destroy_cqs(id);
 }
 
 /*
