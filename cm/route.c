@@ -99,3 +99,16 @@ bool cm_answer_unclaimed(const uint8_t *mad, size_t len, uint8_t out[CM_MAD_LEN]
 	}
 	return cm_encode(&m, out) == CM_MAD_LEN;
 }
+
+void cm_dreq_for_dead(uint32_t local_id, uint32_t remote_id, uint32_t remote_qpn,
+		      uint8_t out[CM_MAD_LEN])
+{
+	struct cm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr = cm_hdr(CM_ATTR_DREQ, (uint64_t)1 << 32 | local_id);
+	m.u.dreq.local_comm_id = local_id;
+	m.u.dreq.remote_comm_id = remote_id;
+	m.u.dreq.remote_qpn = remote_qpn & 0xFFFFFF;
+	cm_encode(&m, out);
+}

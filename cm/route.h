@@ -57,4 +57,12 @@ static inline uint32_t cm_comm_tag(uint32_t comm_id)
  */
 bool cm_answer_unclaimed(const uint8_t *mad, size_t len, uint8_t out[CM_MAD_LEN]);
 
+/*
+ * The DREQ the host sends on behalf of a process that died with the connection @local_id
+ * (its comm ID) to @remote_id established, the peer's QP being @remote_qpn, as the kernel
+ * disconnects the connections of a killed process (TID: hi_tid 1, the comm ID, §4.9).
+ */
+void cm_dreq_for_dead(uint32_t local_id, uint32_t remote_id, uint32_t remote_qpn,
+		      uint8_t out[CM_MAD_LEN]);
+
 #endif

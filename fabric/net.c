@@ -254,16 +254,16 @@ static void forwarded(void *arg, const struct uroce_rx *rx)
 	on_datagram(arg, rx);
 }
 
-static void answer_mad(void *arg, const struct uroce_rx *rx, const uint8_t mad[256])
+static void send_mad(void *arg, const uint8_t sgid[16], const uint8_t dgid[16], uint8_t tos,
+		     const uint8_t mad[256])
 {
-	/* From the address the MAD came to, as the kernel's GSI answers; the IP TTL Linux uses. */
-	uroce_net_send_mad(arg, rx->ip.dgid, rx->ip.sgid, rx->ip.tos, 64, mad);
+	uroce_net_send_mad(arg, sgid, dgid, tos, 64, mad); /* the IP TTL Linux uses */
 }
 
 static const struct uroce_rdv_ops rdv_ops = {
 	.bind_port = bind_port,
 	.forwarded = forwarded,
-	.answer_mad = answer_mad,
+	.send_mad = send_mad,
 };
 
 /*
@@ -704,6 +704,11 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s)
 {
 	return uroce_rdv_service(net->rdv, op, s);
+}
+
+void uroce_net_cm_conn(struct uroce_net *net, bool up, const struct uroce_cm_conn *c)
+{
+	uroce_rdv_cm_conn(net->rdv, up, c);
 }
 
 uint32_t uroce_net_comm_tag(struct uroce_net *net)

@@ -234,6 +234,22 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
  */
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s);
 
+/* An established CM connection of this process (uroce_net_cm_conn). */
+struct uroce_cm_conn {
+	uint32_t local_id, remote_id; /* communication IDs: this process's, the peer's */
+	uint32_t remote_qpn;          /* the peer's QP */
+	uint8_t sgid[16], dgid[16];   /* this end's address and the peer's */
+	uint8_t tos;
+};
+
+/*
+ * Tell the host that @c is established (@up) or no longer is, so that if this process dies
+ * the host disconnects it on its behalf (a DREQ to the peer, as the kernel does for a killed
+ * process). Any thread; never waits (a lost note costs only that DREQ). The hub's own
+ * connections are not covered: nobody is left to know them when it dies.
+ */
+void uroce_net_cm_conn(struct uroce_net *net, bool up, const struct uroce_cm_conn *c);
+
 /*
  * The tag of this process's CM communication IDs (cm/route.h cm_comm_id): fixed while the
  * process lives, unique among the host's processes.

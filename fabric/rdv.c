@@ -408,6 +408,9 @@ static void hub_message(struct uroce_rdv *r, struct conn *c, size_t n)
 	case RDV_SERVICE:
 		rdv_cm_hub_service(r, c, n);
 		break;
+	case RDV_CONN:
+		rdv_cm_hub_conn(r, c, n);
+		break;
 	default:
 		rdv_protocol_error(c, "a record of an unknown type");
 	}
@@ -965,6 +968,7 @@ static void free_rdv(struct uroce_rdv *r, bool unwatch)
 		if (unwatch)
 			uroce_progress_unwatch(r->progress, c->watch);
 		close(c->fd);
+		free(c->cm);
 		free(c);
 		c = next;
 	}
@@ -1013,6 +1017,7 @@ int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, const uint16_t own_por
 				  (size_t)snprintf(r->name.sun_path + 1,
 						   sizeof(r->name.sun_path) - 1, "uroce/%u", port));
 	pthread_mutex_init(&r->lock, NULL);
+	r->notes_tail = &r->notes;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->cond, &ca);

@@ -42,6 +42,9 @@
  *   SERVICE process -> hub: bind, listen on or unbind an rdma_cm address (uroce_rdv_service);
  *           the hub answers SERVICE_DONE with the outcome. With sequence number 0, a claim a
  *           process makes of its bindings after a takeover (not answered).
+ *   CONN    process -> hub: a CM connection of the process is established, or no longer is
+ *           (uroce_rdv_cm_conn); when the process dies, the hub sends each peer a DREQ. A
+ *           process repeats its established ones to a new hub.
  * The hub serves its own requests from the same table, and delivers its own datagrams directly.
  *
  * The host's CM directory (rdv_cm.c, ARCHITECTURE.md): the hub keeps every process's rdma_cm
@@ -86,8 +89,9 @@ struct uroce_rdv_ops {
 	int (*bind_port)(void *arg);
 	/* A datagram the hub forwarded to this process. */
 	void (*forwarded)(void *arg, const struct uroce_rx *rx);
-	/* Hub: send @mad, the host's answer to the MAD @rx, back to where @rx came from. */
-	void (*answer_mad)(void *arg, const struct uroce_rx *rx, const uint8_t mad[256]);
+	/* Hub: send the CM MAD @mad (an answer, or a DREQ for a dead process) to QP 1 at @dgid. */
+	void (*send_mad)(void *arg, const uint8_t sgid[16], const uint8_t dgid[16], uint8_t tos,
+			 const uint8_t mad[256]);
 };
 
 /*
@@ -146,6 +150,9 @@ enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx 
 
 /* uroce_net_service(), through the hub. */
 int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroce_service *s);
+
+/* uroce_net_cm_conn(), through the hub. */
+void uroce_rdv_cm_conn(struct uroce_rdv *r, bool up, const struct uroce_cm_conn *c);
 
 /* uroce_net_comm_tag(): the first QPN block this process was granted. */
 uint32_t uroce_rdv_comm_tag(const struct uroce_rdv *r);

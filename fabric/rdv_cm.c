@@ -28,6 +28,18 @@ struct rdv_svc_req {
 	struct rdv_svc_req *next;
 };
 
+/* A CONN note of an application thread, waiting for the progress thread to send it. */
+struct rdv_note {
+	struct rdv_conn_msg msg;
+	struct rdv_note *next;
+};
+
+/* A set of established CM connections: a process's at the hub, or the process's own. */
+struct rdv_cm_conns {
+	uint32_t n, cap;
+	struct uroce_cm_conn c[];
+};
+
 static const uint8_t any4[16] = {[10] = 0xff, 0xff}, any6[16];
 
 static bool is_v4(const uint8_t gid[16])
@@ -253,7 +265,8 @@ enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx
 	}
 	if (!cm_answer_unclaimed(mad, CM_MAD_LEN, answer))
 		return UROCE_RDV_UNKNOWN;
-	r->ops->answer_mad(r->arg, rx, answer);
+	/* From the address the MAD came to, as the kernel's GSI answers. */
+	r->ops->send_mad(r->arg, rx->ip.dgid, rx->ip.sgid, rx->ip.tos, answer);
 	return UROCE_RDV_ANSWERED;
 }
 
@@ -309,8 +322,92 @@ void rdv_cm_hub_service(struct uroce_rdv *r, struct conn *c, size_t n)
 	rdv_conn_send(c, &done, sizeof(done));
 }
 
+/* Add (@up) or remove @cc in *@set. 0 or ENOMEM. */
+static int conns_apply(struct rdv_cm_conns **set, bool up, const struct uroce_cm_conn *cc)
+{
+	struct rdv_cm_conns *s = *set;
+
+	for (uint32_t i = 0; s && i < s->n; i++) {
+		if (s->c[i].local_id == cc->local_id) {
+			if (up)
+				s->c[i] = *cc;
+			else
+				s->c[i] = s->c[--s->n];
+			return 0;
+		}
+	}
+	if (!up)
+		return 0;
+	if (!s || s->n == s->cap) {
+		uint32_t cap = s ? s->cap * 2 : 16;
+		struct rdv_cm_conns *grown = realloc(s, sizeof(*s) + cap * sizeof(s->c[0]));
+
+		if (!grown)
+			return ENOMEM;
+		if (!s)
+			grown->n = 0;
+		grown->cap = cap;
+		*set = s = grown;
+	}
+	s->c[s->n++] = *cc;
+	return 0;
+}
+
+static struct uroce_cm_conn conn_of(const struct rdv_conn_msg *m)
+{
+	struct uroce_cm_conn cc = {.local_id = m->local_id,
+				   .remote_id = m->remote_id,
+				   .remote_qpn = m->remote_qpn,
+				   .tos = m->tos};
+
+	memcpy(cc.sgid, m->sgid, 16);
+	memcpy(cc.dgid, m->dgid, 16);
+	return cc;
+}
+
+static struct rdv_conn_msg conn_msg(bool up, const struct uroce_cm_conn *cc)
+{
+	struct rdv_conn_msg m = {.hdr = rdv_header(RDV_CONN),
+				 .up = up,
+				 .local_id = cc->local_id,
+				 .remote_id = cc->remote_id,
+				 .remote_qpn = cc->remote_qpn,
+				 .tos = cc->tos};
+
+	memcpy(m.sgid, cc->sgid, 16);
+	memcpy(m.dgid, cc->dgid, 16);
+	return m;
+}
+
+void rdv_cm_hub_conn(struct uroce_rdv *r, struct conn *c, size_t n)
+{
+	const struct rdv_conn_msg *m = (const struct rdv_conn_msg *)r->buf;
+	struct uroce_cm_conn cc;
+
+	if (n < sizeof(*m)) {
+		rdv_protocol_error(c, "a short CONN");
+		return;
+	}
+	cc = conn_of(m);
+	if (conns_apply(&c->cm, m->up, &cc))
+		uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory keeping a connection");
+}
+
 void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c)
 {
+	/* The kernel disconnects a killed process's connections: so does the host for it. */
+	for (uint32_t i = 0; c->cm && i < c->cm->n; i++) {
+		const struct uroce_cm_conn *cc = &c->cm->c[i];
+		uint8_t dreq[CM_MAD_LEN];
+
+		cm_dreq_for_dead(cc->local_id, cc->remote_id, cc->remote_qpn, dreq);
+		r->ops->send_mad(r->arg, cc->sgid, cc->dgid, cc->tos, dreq);
+	}
+	if (c->cm && c->cm->n)
+		uroce_log(UROCE_LOG_INFO, "CM directory: disconnected %u connections of process %d",
+			  c->cm->n, (int)c->pid);
+	free(c->cm);
+	c->cm = NULL;
 	for (uint32_t i = 0; i < r->ndir;)
 		if (r->dir[i].owner == c)
 			remove_at(r->dir, &r->ndir, &r->dir[i]);
@@ -354,6 +451,20 @@ void rdv_cm_done(struct uroce_rdv *r, size_t n)
 void rdv_cm_serve(struct uroce_rdv *r)
 {
 	pthread_mutex_lock(&r->lock);
+	while (r->notes) {
+		struct rdv_note *note = r->notes;
+		struct uroce_cm_conn cc = conn_of(&note->msg);
+
+		r->notes = note->next;
+		/* Kept for a new hub; the hub's own are nobody's to act on (net.h). */
+		if (!r->hub) {
+			if (conns_apply(&r->my_conns, note->msg.up, &cc))
+				uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory");
+			rdv_up_send(r, &note->msg, sizeof(note->msg));
+		}
+		free(note);
+	}
+	r->notes_tail = &r->notes;
 	while (r->svc_wanted) {
 		struct rdv_svc_req *q = r->svc_wanted;
 		struct rdv_service_msg m;
@@ -398,6 +509,11 @@ int rdv_cm_became_hub(struct uroce_rdv *r)
 
 void rdv_cm_claim_held(struct uroce_rdv *r)
 {
+	for (uint32_t i = 0; r->my_conns && i < r->my_conns->n; i++) {
+		struct rdv_conn_msg m = conn_msg(true, &r->my_conns->c[i]);
+
+		rdv_up_send(r, &m, sizeof(m));
+	}
 	for (uint32_t i = 0; i < r->nheld; i++) {
 		struct rdv_service_msg m = msg_of(0, UROCE_SERVICE_BIND, &r->held[i].svc);
 
@@ -418,6 +534,29 @@ void rdv_cm_free(struct uroce_rdv *r)
 {
 	free(r->dir);
 	free(r->held);
+	free(r->my_conns);
+	while (r->notes) {
+		struct rdv_note *note = r->notes;
+
+		r->notes = note->next;
+		free(note);
+	}
+}
+
+void uroce_rdv_cm_conn(struct uroce_rdv *r, bool up, const struct uroce_cm_conn *c)
+{
+	struct rdv_note *note = malloc(sizeof(*note));
+	uint64_t one = 1;
+
+	if (!note)
+		return; /* the DREQ on its behalf is lost, as net.h says */
+	note->msg = conn_msg(up, c);
+	note->next = NULL;
+	pthread_mutex_lock(&r->lock);
+	*r->notes_tail = note;
+	r->notes_tail = &note->next;
+	pthread_mutex_unlock(&r->lock);
+	(void)!write(r->evfd, &one, sizeof(one));
 }
 
 uint32_t uroce_rdv_comm_tag(const struct uroce_rdv *r)

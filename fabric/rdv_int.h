@@ -26,6 +26,8 @@ struct rdv_svc {
 };
 
 struct rdv_svc_req;
+struct rdv_note;
+struct rdv_cm_conns;
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -34,10 +36,11 @@ struct conn {
 	struct uroce_rdv *r;
 	int fd;
 	struct uroce_watch *watch;
-	uint64_t token;    /* hub: 0 until HELLO */
-	uint16_t ports[2]; /* hub: the process's own UDP ports (HELLO) */
-	pid_t pid;         /* SO_PEERCRED, as seen from here */
-	bool dead;         /* hub: to be dropped by reap() */
+	uint64_t token;          /* hub: 0 until HELLO */
+	uint16_t ports[2];       /* hub: the process's own UDP ports (HELLO) */
+	pid_t pid;               /* SO_PEERCRED, as seen from here */
+	bool dead;               /* hub: to be dropped by reap() */
+	struct rdv_cm_conns *cm; /* hub: its established CM connections (rdv_cm.c), or NULL */
 	struct conn *next;
 };
 
@@ -92,6 +95,8 @@ struct uroce_rdv {
 	uint16_t next_port;                        /* hub: the next ephemeral port to try */
 	struct rdv_svc_req *svc_wanted, *svc_sent; /* lock: requests to send, sent */
 	uint32_t svc_seq;                          /* lock: the last request's number */
+	struct rdv_note *notes, **notes_tail;      /* lock: CONN notes to send */
+	struct rdv_cm_conns *my_conns; /* this process's established connections, for a new hub */
 };
 
 static inline struct rdv_hdr rdv_header(enum rdv_type type)
@@ -119,7 +124,10 @@ enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx
 /* Hub: RDV_SERVICE from @c, @n bytes in r->buf. */
 void rdv_cm_hub_service(struct uroce_rdv *r, struct conn *c, size_t n);
 
-/* Hub: process @c has gone; its bindings go with it. */
+/* Hub: RDV_CONN from @c, @n bytes in r->buf. */
+void rdv_cm_hub_conn(struct uroce_rdv *r, struct conn *c, size_t n);
+
+/* Hub: process @c has gone; its bindings go with it, its connections are disconnected. */
 void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c);
 
 /* Not hub: RDV_SERVICE_DONE, @n bytes in r->buf. */

@@ -28,6 +28,7 @@ enum rdv_type {
 	RDV_MCAST,   /* process -> hub: struct rdv_frame and a multicast datagram it sent */
 	RDV_SERVICE, /* process -> hub: struct rdv_service_msg, a CM directory request or claim */
 	RDV_SERVICE_DONE, /* hub -> process: struct rdv_service_msg, its outcome */
+	RDV_CONN,         /* process -> hub: struct rdv_conn_msg, a CM connection up or down */
 };
 
 struct rdv_hdr {
@@ -98,6 +99,16 @@ struct rdv_service_msg {
 	uint8_t flags;     /* struct uroce_service */
 	int32_t err;       /* DONE: 0 or an errno */
 	uint8_t gid[16];
+};
+
+/* An established CM connection of the process (up 1), or one that no longer is (up 0). */
+struct rdv_conn_msg {
+	struct rdv_hdr hdr;
+	uint32_t up;
+	uint32_t local_id, remote_id, remote_qpn;
+	uint8_t sgid[16], dgid[16];
+	uint8_t tos;
+	uint8_t pad[7];
 };
 
 #endif

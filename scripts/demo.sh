@@ -26,11 +26,17 @@ echo "== the capture, as tshark decodes it (first frames)"
 tshark --disable-heuristic rpcrdma_infiniband -r "$pcap" -c 12 2>/dev/null
 rping_pcap=$top/build/uroce-rping.pcap
 echo "== rping server and client over uroce's rdma_cm (capture: $rping_pcap)"
-UROCE_PCAP=$rping_pcap timeout 60 "$run" rping -s -a 127.0.0.1 -p 18516 -C 10 -V &
+server_out=$top/build/uroce-rping-server.out
+UROCE_PCAP=$rping_pcap timeout 60 "$run" rping -s -a 127.0.0.1 -p 18516 -C 10 -V \
+	>"$server_out" 2>&1 &
 server=$!
 sleep 0.3 # the server listens (on no TCP port ss could show)
 timeout 60 "$run" rping -c -a 127.0.0.1 -p 18516 -C 10 -V -v
-wait "$server"
+rc=0
+wait "$server" || rc=$?
+sed 's/^/server: /' "$server_out"
+source "$top/tests/shim/rping-race.sh"
+(($(rping_rc "$server_out" "$rc") == 0))
 echo "== the connection manager's messages in that capture"
 tshark --disable-heuristic rpcrdma_infiniband -r "$rping_pcap" -Y infiniband.mad 2>/dev/null
 echo "== reference frames"

@@ -143,3 +143,19 @@ Test(cm_route, other_messages_are_not_answered)
 			      frames[i]);
 	cr_assert_not(cm_answer_unclaimed(mad_of(1), CM_MAD_LEN - 1, out));
 }
+
+Test(cm_route, dreq_on_behalf_of_a_dead_process)
+{
+	uint8_t out[CM_MAD_LEN];
+	struct cm_msg m;
+
+	cm_dreq_for_dead(0x5A6B7C8D, 0x1B2C3D4E, 0x11, out);
+	cr_assert_eq(cm_decode(out, CM_MAD_LEN, &m), CM_OK);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_DREQ);
+	cr_assert_eq(m.hdr.tid, 0x000000015A6B7C8Dull);
+	cr_assert_eq(m.u.dreq.local_comm_id, 0x5A6B7C8D);
+	cr_assert_eq(m.u.dreq.remote_comm_id, 0x1B2C3D4E);
+	cr_assert_eq(m.u.dreq.remote_qpn, 0x11);
+	/* It routes to the peer, whose comm ID it names. */
+	cr_assert_eq(cm_route_of(out, CM_MAD_LEN).comm_id, 0x1B2C3D4E);
+}

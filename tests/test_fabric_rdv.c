@@ -235,6 +235,21 @@ static int service(int fd, uint32_t seq, uint16_t op, uint16_t port, uint16_t *b
 	return done.err;
 }
 
+/* The fake process on @fd says a connection is established (@up) or no longer is. */
+static void conn_note(int fd, bool up, uint32_t local_id, uint32_t remote_id)
+{
+	static const uint8_t lo[16] = {[10] = 0xff, 0xff, 127, 0, 0, 1};
+	struct rdv_conn_msg m = {.hdr = hdr(RDV_CONN),
+				 .up = up,
+				 .local_id = local_id,
+				 .remote_id = remote_id,
+				 .remote_qpn = 0x99};
+
+	memcpy(m.sgid, lo, 16);
+	memcpy(m.dgid, lo, 16);
+	put(fd, &m, sizeof(m));
+}
+
 /* The hub sends a CM message to QP 1 of this host (127.0.0.1 -> 127.0.0.1). */
 static void send_cm(struct cm_msg *m)
 {
@@ -270,7 +285,8 @@ static void open_24833(void)
  * The CM directory: a (fake) process binds and listens; the hub routes a REQ to it by service
  * ID and a REP by the tag of its comm ID, answers a REQ nobody listens for with REJ 8 and a
  * DREQ for nobody with DREP (both to the hub itself, whose comm IDs they carry), refuses
- * overlapping bindings, and frees the process's bindings when it leaves.
+ * overlapping bindings, and when the process dies sends a DREQ for each connection it had
+ * established and frees its bindings.
  */
 Test(rdv, cm_directory_binds_and_routes, .init = open_24833, .fini = close_hub)
 {
@@ -339,8 +355,24 @@ Test(rdv, cm_directory_binds_and_routes, .init = open_24833, .fini = close_hub)
 	cr_assert_eq(m.hdr.attr_id, CM_ATTR_DREP);
 	cr_assert_eq(m.u.drep.remote_comm_id, cm_comm_id(hub_tag, 11));
 
-	/* The process leaves: its port is free for the hub. */
+	/* Two connections established, one of them closed again; then the process dies: the
+	 * hub sends a DREQ for the other one on its behalf, to its peer (the hub itself). */
+	conn_note(fd, true, cm_comm_id(block, 20), cm_comm_id(hub_tag, 21));
+	conn_note(fd, true, cm_comm_id(block, 22), cm_comm_id(hub_tag, 23));
+	conn_note(fd, false, cm_comm_id(block, 22), cm_comm_id(hub_tag, 23));
+	usleep(50000);
 	close(fd);
+	hub_got(3, &m);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_DREQ);
+	cr_assert_eq(m.u.dreq.local_comm_id, cm_comm_id(block, 20));
+	cr_assert_eq(m.u.dreq.remote_comm_id, cm_comm_id(hub_tag, 21));
+	cr_assert_eq(m.u.dreq.remote_qpn, 0x99);
+	usleep(200000);
+	pthread_mutex_lock(&lock);
+	cr_assert_eq(hub_got_qp1, 3, "a DREQ for the connection that was closed");
+	pthread_mutex_unlock(&lock);
+
+	/* Its port is free for the hub. */
 	for (int i = 0; i < 100 && uroce_net_service(net, UROCE_SERVICE_BIND, &mine); i++)
 		usleep(10000);
 	cr_assert_eq(uroce_net_service(net, UROCE_SERVICE_BIND, &any), EADDRNOTAVAIL);

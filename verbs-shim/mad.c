@@ -38,6 +38,14 @@ int uroce_cm_service(enum uroce_service_op op, struct uroce_service *s)
 	return net ? uroce_net_service(net, op, s) : errno;
 }
 
+void uroce_cm_conn_state(bool up, const struct uroce_cm_conn *c)
+{
+	struct uroce_net *net = uroce_engine_net();
+
+	if (net)
+		uroce_net_cm_conn(net, up, c);
+}
+
 int uroce_cm_comm_tag(uint32_t *tag)
 {
 	struct uroce_net *net = uroce_engine_net();

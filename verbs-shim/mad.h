@@ -52,6 +52,12 @@ UROCE_EXPORT int uroce_mad_send(const uint8_t sgid[16], const uint8_t dgid[16], 
 UROCE_EXPORT int uroce_cm_service(enum uroce_service_op op, struct uroce_service *s);
 
 /*
+ * @c is established (@up) or no longer is: the host disconnects it if this process dies
+ * (uroce_net_cm_conn). Never waits; an engine that cannot start is ignored (nothing to tell).
+ */
+UROCE_EXPORT void uroce_cm_conn_state(bool up, const struct uroce_cm_conn *c);
+
+/*
  * Set *@tag to this process's communication ID tag (uroce_net_comm_tag), starting the engine if
  * needed. Returns 0 or the errno of starting the engine.
  */

@@ -26,6 +26,7 @@
 set -uo pipefail
 
 run=$1 sanitizer=$2 name=$3 family=$4 check=$5 prog=$6
+source "$(dirname "$0")/../shim/rping-race.sh"
 shift 6
 if [[ $sanitizer == thread ]]; then
 	echo "two-hosts: skipped: system programs cannot load a ThreadSanitizer build of uroce"
@@ -155,6 +156,10 @@ ip netns exec "$a" env "${env[@]}" timeout 90 "$run" "$prog" "${client_args[@]}"
 client_rc=$?
 wait "$server"
 server_rc=$?
+if [[ $prog == rping ]]; then
+	client_rc=$(rping_rc "$dir/client.out" "$client_rc")
+	server_rc=$(rping_rc "$dir/server.out" "$server_rc")
+fi
 
 ok=1
 case $check in

@@ -17,10 +17,13 @@
 # hubkilled (three servers; the first, the hub, is killed: the other two still get their
 # clients, their listens claimed at the new hub, and the dead one's port draws REJ 8), mckey
 # (two receivers and a sender in a multicast group, IPv4 then IPv6: every receiver gets every
-# message).
+# message), killed (a server that is not the hub is killed mid-transfer: the host sends its
+# client a DREQ on its behalf, as the kernel does, and the client sees DISCONNECTED within a
+# second, not after its QP's retries).
 set -uo pipefail
 
 run=$1 sanitizer=$2 port=$3 name=$4
+source "$(dirname "$0")/rping-race.sh"
 if [[ $sanitizer == thread ]]; then
 	echo "rdmacm: skipped: system programs cannot load a ThreadSanitizer build of uroce"
 	exit 77
@@ -122,6 +125,27 @@ mckey) # each process sleeps 3 s after joining, as mckey does for an SM
 	done
 	exit 0
 	;;
+killed)
+	timeout 30 "$run" rping -s -a 127.0.0.1 -p $((port + 100)) -C 1 >/dev/null 2>&1 &
+	server=$! # the hub, idle
+	sleep 0.3
+	timeout 30 "$run" rping -s -a 127.0.0.1 -p "$port" -C 1000000 >/dev/null 2>&1 &
+	sleep 0.3
+	timeout 30 "$run" rping -c -a 127.0.0.1 -p "$port" -C 1000000 >"$dir/client.out" 2>&1 &
+	client=$!
+	sleep 1
+	pkill -9 -f "rping -s -a 127.0.0.1 -p $port " || exit 1
+	start=$(date +%s%N)
+	wait $client
+	ms=$((($(date +%s%N) - start) / 1000000))
+	cat "$dir/client.out"
+	echo "the client ended $ms ms after the kill"
+	if ! grep -q "client DISCONNECT EVENT" "$dir/client.out" || ((ms > 1000)); then
+		echo "FAIL: killed: no prompt DISCONNECTED for the client" >&2
+		exit 1
+	fi
+	exit 0
+	;;
 hubkilled)
 	pids=()
 	for p in 0 1 2; do
@@ -137,7 +161,8 @@ hubkilled)
 			echo "FAIL: hubkilled: server $p did not serve its client" >&2
 			exit 1
 		}
-		wait "${pids[$p]}" || exit 1
+		wait "${pids[$p]}"
+		(($(rping_rc "$dir/server$p.out" $?) == 0)) || exit 1
 	done
 	timeout 20 "$run" rping -c -a 127.0.0.1 -p "$port" -C 3 >"$dir/dead.out" 2>&1
 	cat "$dir/dead.out"
@@ -158,6 +183,10 @@ client_rc=$?
 [[ $name == cmtime ]] && kill -INT $server
 wait $server
 server_rc=$?
+if [[ $name == rping* ]]; then
+	client_rc=$(rping_rc "$dir/client.out" "$client_rc")
+	server_rc=$(rping_rc "$dir/server.out" "$server_rc")
+fi
 # cmtime's server stops at the signal (130 from the shell's view): that is its normal end.
 [[ $name == cmtime ]] && ((server_rc == 130 || server_rc == 124)) && server_rc=0
 if ((client_rc != 0 || server_rc != 0)); then

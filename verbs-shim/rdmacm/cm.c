@@ -46,8 +46,9 @@ struct cma_conn {
 	uint8_t sgid[16], dgid[16];
 	uint32_t my_psn, peer_qpn, peer_psn;
 	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry, path_mtu;
-	uint8_t tos; /* the path's traffic class: the IP TOS of its MADs and its QP's packets */
-	bool sidr;   /* UD: a SIDR exchange rather than a connection */
+	uint8_t tos;    /* the path's traffic class: the IP TOS of its MADs and its QP's packets */
+	bool announced; /* the host knows it established (mad.h uroce_cm_conn_state) */
+	bool sidr;      /* UD: a SIDR exchange rather than a connection */
 	uint32_t sidr_id;  /* passive SIDR: the requester's request ID */
 	uint64_t sidr_sid; /* and its service ID */
 	struct cma_conn *next;
@@ -318,11 +319,29 @@ static void unlink_conn(struct cma_conn *c)
 }
 
 /* After a connection's MAD or deadline: send, report, and free it once it is done. Locked. */
+/* Tell the host when the connection becomes or stops being established. Locked. */
+static void announce(struct cma_conn *c)
+{
+	bool up = c->cm.state == CM_ESTABLISHED && !c->sidr;
+	struct uroce_cm_conn cc = {.local_id = c->cm.local_id,
+				   .remote_id = c->cm.remote_id,
+				   .remote_qpn = c->peer_qpn,
+				   .tos = c->tos};
+
+	if (up == c->announced)
+		return;
+	memcpy(cc.sgid, c->sgid, 16);
+	memcpy(cc.dgid, c->dgid, 16);
+	uroce_cm_conn_state(up, &cc);
+	c->announced = up;
+}
+
 static void settle(struct cma_conn *c)
 {
 	flush(c);
 	deliver(c);
 	flush(c);
+	announce(c);
 	if (c->cm.state == CM_CLOSED && !c->id) {
 		unlink_conn(c);
 		free(c);
