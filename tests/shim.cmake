@@ -16,6 +16,12 @@ target_include_directories(test_shim_mad PRIVATE ${IBVERBS_INCLUDE_DIRS})
 uroce_test(test_rdmacm_basics SOURCES test_rdmacm_basics.c LIBS uroce_rdmacm uroce_ibverbs
            LABELS shim)
 
+# rdma_cm connections between two processes: private data, rejection, disconnection, 1,000
+# connections without a leak, the CM under 10 % loss.
+uroce_test(test_rdmacm_conn SOURCES test_rdmacm_conn.c LIBS uroce_rdmacm uroce_ibverbs
+           LABELS shim)
+set_tests_properties(test_rdmacm_conn PROPERTIES TIMEOUT 180)
+
 # Every libibverbs symbol imported by rdma-core's programs, pyverbs and providers - and every
 # default symbol of the installed libibverbs - is exported by ours at the same version.
 add_test(NAME shim_symbols
