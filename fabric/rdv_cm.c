@@ -547,16 +547,20 @@ void uroce_rdv_cm_conn(struct uroce_rdv *r, bool up, const struct uroce_cm_conn 
 {
 	struct rdv_note *note = malloc(sizeof(*note));
 	uint64_t one = 1;
+	bool first;
 
 	if (!note)
 		return; /* the DREQ on its behalf is lost, as net.h says */
 	note->msg = conn_msg(up, c);
 	note->next = NULL;
 	pthread_mutex_lock(&r->lock);
+	first = !r->notes;
 	*r->notes_tail = note;
 	r->notes_tail = &note->next;
 	pthread_mutex_unlock(&r->lock);
-	(void)!write(r->evfd, &one, sizeof(one));
+	/* The progress thread takes every note queued by then: one wake-up per burst. */
+	if (first)
+		(void)!write(r->evfd, &one, sizeof(one));
 }
 
 uint32_t uroce_rdv_comm_tag(const struct uroce_rdv *r)

@@ -60,6 +60,7 @@ static struct {
 	struct cma_conn *conns;
 	struct cma_id *listeners;
 	uint32_t tag, next_comm_seq; /* comm IDs: cm_comm_id(tag, seq), route.h */
+	uint64_t sleep_until;        /* the CM thread's wake-up (UINT64_MAX: none; 0: awake) */
 	bool started;
 	pthread_t thread;
 } cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
@@ -345,8 +346,10 @@ static void settle(struct cma_conn *c)
 	if (c->cm.state == CM_CLOSED && !c->id) {
 		unlink_conn(c);
 		free(c);
+	} else if (cm_conn_expiry(&c->cm) < cm.sleep_until) {
+		/* Only a deadline before the one the CM thread sleeps until needs waking it. */
+		pthread_cond_signal(&cm.wake);
 	}
-	pthread_cond_signal(&cm.wake);
 }
 
 static struct cma_conn *new_conn(void)
@@ -572,6 +575,7 @@ static void *cm_thread(void *arg)
 		for (c = cm.conns; c; c = c->next)
 			if (cm_conn_expiry(&c->cm) < next)
 				next = cm_conn_expiry(&c->cm);
+		cm.sleep_until = next;
 		if (next == UINT64_MAX) {
 			pthread_cond_wait(&cm.wake, &cm.lock);
 		} else {
@@ -580,6 +584,7 @@ static void *cm_thread(void *arg)
 
 			pthread_cond_timedwait(&cm.wake, &cm.lock, &ts);
 		}
+		cm.sleep_until = 0;
 	}
 	return NULL;
 }
