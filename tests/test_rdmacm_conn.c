@@ -5,7 +5,9 @@
  * cma header stripped), a rejection with private data, disconnection from the passive side,
  * the private data budgets, 1,000 connections set up and torn down without leaking memory or
  * descriptors, and connections made and torn down while UROCE_FAULTS drops 10 % of all
- * packets (CM MADs included: the CM's retries recover them).
+ * packets (CM MADs included: the CM's retries recover them). The client's capture of the first
+ * two is read back with tshark: the CM messages, the service ID, the addresses of the rdma_cm
+ * header and the private data as sent, no malformed frame.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -182,9 +184,75 @@ static void accept_with_data(uint16_t port)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * The values of tshark's @fields (comma-separated) in the frames of @pcap that match @filter,
+ * one line per frame, fields separated by '|'.
+ */
+static char *tshark(const char *pcap, const char *filter, const char *fields)
+{
+	static char out[8192];
+	char cmd[1024], *e = cmd + snprintf(cmd, sizeof(cmd),
+					    "tshark --disable-heuristic rpcrdma_infiniband -r %s "
+					    "-Y '%s' -T fields -E separator='|'",
+					    pcap, filter);
+	size_t n;
+	FILE *f;
+
+	for (const char *p = fields; *p;) {
+		size_t len = strcspn(p, ",");
+
+		e += snprintf(e, sizeof(cmd) - (size_t)(e - cmd), " -e %.*s", (int)len, p);
+		p += len + (p[len] == ',');
+	}
+	snprintf(e, sizeof(cmd) - (size_t)(e - cmd), " 2>/dev/null");
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	pclose(f);
+	return out;
+}
+
+/* @s as tshark prints bytes (lower-case hex, no separators), NUL included. */
+static const char *hex(const char *s)
+{
+	static char out[256];
+	size_t i = 0;
+
+	do
+		snprintf(out + 2 * i, sizeof(out) - 2 * i, "%02x", (unsigned char)s[i]);
+	while (s[i++] && 2 * i + 2 < sizeof(out));
+	return out;
+}
+
+/* The capture each process of the test writes (UROCE_PCAP with %p), for the client's. */
+static void capture(char path[64])
+{
+	snprintf(path, 64, "/tmp/uroce-rdmacm-conn-%d.pcap", (int)getpid());
+	setenv("UROCE_PCAP", "/tmp/uroce-rdmacm-conn-%p.pcap", 1);
+}
+
+/* Remove the captures of this process (@pcap) and of the server process @server. */
+static void forget_captures(const char *pcap, pid_t server)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/uroce-rdmacm-conn-%d.pcap", (int)server);
+	unlink(path);
+	unlink(pcap);
+}
+
+/* No frame of @pcap is malformed, in tshark's eyes. */
+static void clean(const char *pcap)
+{
+	cr_assert_str_empty(
+		tshark(pcap, "_ws.malformed || _ws.expert.severity >= error", "frame.number"));
+}
+
 Test(rdmacm_conn, private_data_both_ways, .timeout = 60)
 {
-	pid_t server = fork_server(accept_with_data, 7501);
+	char pcap[64], want[512], *out;
+	pid_t server = (capture(pcap), fork_server(accept_with_data, 7501));
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *id = resolved(ch, 7501);
 	struct rdma_conn_param p = param(client_pd, sizeof(client_pd), 0x456);
@@ -203,6 +271,24 @@ Test(rdmacm_conn, private_data_both_ways, .timeout = 60)
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 	server_exits_cleanly(server);
+	usleep(300000); /* the engine flushes its capture every 100 ms */
+	clean(pcap);
+	/* REQ (service ID of PS_TCP 7501, the cma header's addresses, our data), REP (theirs). */
+	out = tshark(pcap, "infiniband.mad",
+		     "infiniband.mad.attributeid,infiniband.cm.req.serviceid,"
+		     "infiniband.cm.req.ip_cm.sip4,infiniband.cm.req.ip_cm.dip4,"
+		     "infiniband.cm.req.ip_cm.private,infiniband.cm.rep.private");
+	snprintf(want, sizeof(want), "0x0010|0x0000000001061d4d|127.0.0.1|127.0.0.1|%s",
+		 hex(client_pd));
+	cr_assert_not_null(strstr(out, want), "no REQ %s in:\n%s", want, out);
+	snprintf(want, sizeof(want), "0x0013|||||%s", hex(server_pd));
+	cr_assert_not_null(strstr(out, want), "no REP %s in:\n%s", want, out);
+	for (const char *a = "0x0014\0"
+			     "0x0015\0"
+			     "0x0016\0";
+	     *a; a += strlen(a) + 1)
+		cr_assert_not_null(strstr(out, a), "no CM message %s (RTU, DREQ, DREP)", a);
+	forget_captures(pcap, server);
 }
 
 /* Server: reject the request with private data. */
@@ -225,7 +311,8 @@ static void reject_with_data(uint16_t port)
 
 Test(rdmacm_conn, reject_with_private_data, .timeout = 60)
 {
-	pid_t server = fork_server(reject_with_data, 7502);
+	char pcap[64], want[512], *out;
+	pid_t server = (capture(pcap), fork_server(reject_with_data, 7502));
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *id = resolved(ch, 7502);
 	struct rdma_conn_param p = param(client_pd, sizeof(client_pd), 0x456);
@@ -240,6 +327,14 @@ Test(rdmacm_conn, reject_with_private_data, .timeout = 60)
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 	server_exits_cleanly(server);
+	usleep(300000);
+	clean(pcap);
+	/* The REJ: rejecting the REQ (0), consumer-defined (28), with the server's data. */
+	out = tshark(pcap, "infiniband.cm.rej.reason",
+		     "infiniband.cm.rej.msgrej,infiniband.cm.rej.reason,infiniband.cm.rej.private");
+	snprintf(want, sizeof(want), "0x00|0x001c|%s", hex(reject_pd));
+	cr_assert_not_null(strstr(out, want), "no REJ %s in:\n%s", want, out);
+	forget_captures(pcap, server);
 }
 
 /* Server: accept, then be the one to disconnect. */
