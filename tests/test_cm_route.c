@@ -8,10 +8,7 @@
 #include <string.h>
 
 #include "cm/route.h"
-#include "tests/support/frames.h"
 #include "tests/support/vectors.h"
-
-#define BTH_DETH 20 /* a CM MAD is a UD SEND to QP 1 (§4.1) */
 
 static struct test_vector vectors[32];
 static int nvectors;
@@ -24,18 +21,10 @@ static void load(void)
 
 static const uint8_t *mad_of(int frame)
 {
-	for (int i = 0; i < nvectors; i++) {
-		if (vectors[i].frame == frame) {
-			size_t len;
-			const uint8_t *roce =
-				test_roce_of_frame(vectors[i].bytes, vectors[i].len, &len);
+	const uint8_t *mad = test_vector_mad(vectors, nvectors, frame);
 
-			cr_assert_not_null(roce);
-			return roce + BTH_DETH;
-		}
-	}
-	cr_assert_fail("no frame %d in vectors.json", frame);
-	return NULL;
+	cr_assert_not_null(mad, "no CM MAD in frame %d of vectors.json", frame);
+	return mad;
 }
 
 TestSuite(cm_route, .init = load);

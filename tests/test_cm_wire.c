@@ -28,19 +28,10 @@ static void load(void)
 /* The MAD of reference frame @frame (1-based, Appendix A). */
 static const uint8_t *mad_of(int frame)
 {
-	for (int i = 0; i < nvectors; i++) {
-		if (vectors[i].frame == frame) {
-			size_t len;
-			const uint8_t *roce =
-				test_roce_of_frame(vectors[i].bytes, vectors[i].len, &len);
+	const uint8_t *mad = test_vector_mad(vectors, nvectors, frame);
 
-			cr_assert_not_null(roce);
-			cr_assert_geq(len, BTH_DETH + CM_MAD_LEN + 4);
-			return roce + BTH_DETH;
-		}
-	}
-	cr_assert_fail("no frame %d in vectors.json", frame);
-	return NULL;
+	cr_assert_not_null(mad, "no CM MAD in frame %d of vectors.json", frame);
+	return mad;
 }
 
 /* Decode frame @frame's MAD as @attr and check it re-encodes to the same 256 bytes. */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "vectors.h"
 
+#include "frames.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,4 +83,20 @@ int test_vectors_load(const char *path, struct test_vector *out, int max)
 bad:
 	fclose(fp);
 	return -1;
+}
+
+const uint8_t *test_vector_mad(const struct test_vector *v, int n, int frame)
+{
+	enum { BTH_DETH = 20, MAD = 256, ICRC = 4 };
+
+	for (int i = 0; i < n; i++) {
+		size_t len;
+		const uint8_t *roce;
+
+		if (v[i].frame != frame)
+			continue;
+		roce = test_roce_of_frame(v[i].bytes, v[i].len, &len);
+		return roce && len >= BTH_DETH + MAD + ICRC ? roce + BTH_DETH : NULL;
+	}
+	return NULL;
 }

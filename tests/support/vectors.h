@@ -24,6 +24,12 @@ struct test_vector {
  */
 int test_vectors_load(const char *path, struct test_vector *out, int max);
 
+/*
+ * The 256-byte CM MAD of reference frame @frame (a UD SEND to QP 1: after BTH and DETH) among
+ * @v[0..@n), or NULL if there is no such frame or it holds no whole MAD.
+ */
+const uint8_t *test_vector_mad(const struct test_vector *v, int n, int frame);
+
 /* Parse hex digits into bytes; returns the byte count or -1. */
 int test_hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t cap);
 
