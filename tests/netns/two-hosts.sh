@@ -10,9 +10,11 @@
 #           IPv4, which the examples' servers listen on. 6only: the veths have no IPv4 address
 #           at all (for rdma_cm programs, which need no TCP exchange)
 #   CHECK   "bytes" (rdma-core examples print their throughput), "perftest" (a result row),
-#           "rdmacm" (rping: server -s -a and client -c -a the server's address, no TCP; the
-#           exit status says whether every byte was right), "mckey" (host b receives, host a
-#           sends, in group 239.1.2.3 or ff0e::1:2 joined through rdma_join_multicast_ex)
+#           "rdmacm" (rping -s/-c -a, ucmatose, udaddy and cmtime -b/-s, rdma_server with
+#           rdma_client, rdma_xserver with rdma_xclient: the server's address, no TCP; the
+#           exit statuses say whether it went right, rping -V's every byte), "mckey" (host b receives, host a
+#           sends, in group 239.1.2.3 or ff0e::1:2 joined through rdma_join_multicast_ex),
+#           "unreachable" (rping -c to host b, where nothing runs: UNREACHABLE after ~74 s)
 # Each host's ibv_devices must list its own veth's device and not its peer's.
 # Environment: LOSS=P drops P% of the RoCE packets entering either host (nftables numgen
 # random, an independent check of retransmission: this kernel has no netem) -- all but RC
@@ -129,9 +131,37 @@ fi
 gflag=-g
 [[ $prog == ib_* ]] && gflag=-x
 
+if [[ $check == unreachable ]]; then
+	# Nothing runs on host b: its kernel answers each REQ with an ICMP port unreachable,
+	# which uroce does not act on (yet), so the REQ goes 16 times at its IBTA interval
+	# (2 x packet lifetime + remote CM response timeout: 4.6 s) and then the connection is
+	# UNREACHABLE with -ETIMEDOUT, as the kernel's rdma_cm has it (PROTOCOL.md §4.9).
+	start=$(date +%s)
+	ip netns exec "$a" timeout 110 "$run" "$prog" -c -a "$addr_b" "$@" >"$dir/client.out" 2>&1
+	rc=$? secs=$(($(date +%s) - start))
+	cat "$dir/client.out"
+	echo "the client ended after $secs s (exit $rc)"
+	if ! grep -q "RDMA_CM_EVENT_UNREACHABLE, error -110" "$dir/client.out" || ((rc == 0)) ||
+		((secs < 65 || secs > 100)); then
+		echo "FAIL: no UNREACHABLE (-ETIMEDOUT) after the REQ's retries" >&2
+		exit 1
+	fi
+	exit 0
+fi
+
+client_prog=$prog
 if [[ $check == rdmacm ]]; then
-	# rping: the rdma_cm finds device and GID from the address; no TCP side channel.
-	server_args=(-s -a "$addr_b" "$@") client_args=(-c -a "$addr_b" "$@")
+	# The rdma_cm finds device and GID from the address; no TCP side channel.
+	case $prog in
+	rping) server_args=(-s -a "$addr_b" "$@") client_args=(-c -a "$addr_b" "$@") ;;
+	ucmatose | udaddy | cmtime)
+		server_args=(-b "$addr_b" "$@") client_args=(-s "$addr_b" "$@") ;;
+	rdma_server) server_args=(-s "$addr_b" "$@") client_args=(-s "$addr_b" "$@")
+		client_prog=rdma_client ;;
+	rdma_xserver) server_args=("$@") client_args=(-s "$addr_b" "$@")
+		client_prog=rdma_xclient ;;
+	*) echo "two-hosts: no rdma_cm arguments known for $prog" >&2; exit 2 ;;
+	esac
 elif [[ $check == mckey ]]; then
 	group=239.1.2.3
 	[[ $family == 6* ]] && group=ff0e::1:2
@@ -151,11 +181,13 @@ else
 		sleep 0.05
 	done
 fi
-ip netns exec "$a" env "${env[@]}" timeout 90 "$run" "$prog" "${client_args[@]}" \
+ip netns exec "$a" env "${env[@]}" timeout 90 "$run" "$client_prog" "${client_args[@]}" \
 	>"$dir/client.out" 2>&1
 client_rc=$?
+[[ $prog == cmtime ]] && kill -INT "$server" # its server runs until stopped (rdma-core 44)
 wait "$server"
 server_rc=$?
+[[ $prog == cmtime ]] && ((server_rc == 130 || server_rc == 124)) && server_rc=0
 if [[ $prog == rping ]]; then
 	client_rc=$(rping_rc "$dir/client.out" "$client_rc")
 	server_rc=$(rping_rc "$dir/server.out" "$server_rc")
