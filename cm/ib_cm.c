@@ -45,6 +45,9 @@ static struct cm_msg *prepare(struct cm_conn *c, enum cm_attr attr)
 {
 	memset(&c->sent, 0, sizeof(c->sent));
 	c->sent.hdr = cm_hdr(attr, c->tid);
+	/* ECE's options travel in the REQ's and REP's attribute modifier (Linux ib_cm). */
+	if (attr == CM_ATTR_REQ || attr == CM_ATTR_REP)
+		c->sent.hdr.attr_mod = c->ece_options;
 	c->send_now = true;
 	return &c->sent;
 }

@@ -75,6 +75,7 @@ struct cm_conn {
 	uint32_t local_id, remote_id;
 	uint64_t tid;
 	uint32_t local_qpn, remote_qpn; /* a DREQ names the receiver's QPN */
+	uint32_t ece_options; /* ECE: the attribute modifier of the REQ or REP this side sends */
 	struct cm_timing timing;
 
 	struct cm_msg sent;  /* the last request, for retries (or the answer to repeat) */

@@ -71,6 +71,7 @@ enum cm_rej_reason {
 	CM_REJ_STALE_CONN = 10,
 	CM_REJ_INVALID_GID = 12,
 	CM_REJ_CONSUMER = 28,
+	CM_REJ_VENDOR_OPTION = 35, /* vendor option not supported (ECE) */
 };
 
 /* "Message REJected / MRAed" (REJ and MRA byte 8 bits 7:6). */

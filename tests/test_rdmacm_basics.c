@@ -4,8 +4,8 @@
  * a pollable, optionally non-blocking fd; ids of each port space, synchronous ones with a
  * channel of their own, migration; device lists; event names; binding (ports, EADDRINUSE,
  * EADDRNOTAVAIL, ENODEV) and address and route resolution, with events or synchronously;
- * rdma_set_option with the kernel's rules; and the calls not built yet failing with ENOSYS
- * rather than pretending.
+ * rdma_set_option with the kernel's rules; multicast joins; rdma_notify; ECE; and the calls
+ * not built (rsockets) failing with ENOSYS rather than pretending.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -93,15 +93,13 @@ Test(rdmacm, devices_and_event_names)
 	cr_assert_str_eq(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT");
 }
 
-Test(rdmacm, calls_not_built_fail_with_enosys)
+Test(rdmacm, rsockets_fail_with_enosys)
 {
 	struct rdma_cm_id *id;
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 
 	cr_assert_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP), 0);
 	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
-	cr_assert_eq(rdma_set_local_ece(id, &(struct ibv_ece){0}), -1);
-	cr_assert_eq(errno, ENOSYS);
 	cr_assert_eq(rdma_notify(id, IBV_EVENT_COMM_EST), -1, "no connection");
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(rdma_destroy_id(id), 0);
@@ -516,6 +514,67 @@ Test(rdmacm, notify_comm_est_establishes_the_passive_side)
 	cr_assert_eq(rdma_establish(client), 0);
 	rdma_destroy_id(client);
 	rdma_destroy_id(child);
+	rdma_destroy_id(listener);
+	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * ECE as librdmacm has it: each side's vendor ID and options travel in its REQ or REP and are
+ * read back by the other with rdma_get_remote_ece; rdma_reject_ece rejects with reason 35.
+ */
+Test(rdmacm, ece_both_ways_and_rejection)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listener, *client, *child;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in at = lo4(7491);
+	struct rdma_conn_param cp = {
+		.qp_num = 0x123, .responder_resources = 1, .initiator_depth = 1};
+	struct ibv_ece mine = {.vendor_id = 0x15b3, .options = 0x1},
+		       theirs = {.vendor_id = 0x15b3, .options = 0x3}, got;
+
+	cr_assert_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_bind_addr(listener, (struct sockaddr *)&at), 0);
+	cr_assert_eq(rdma_listen(listener, 1), 0);
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(rdma_create_id(ch, &client, NULL, RDMA_PS_TCP), 0);
+		cr_assert_eq(rdma_set_local_ece(client, &(struct ibv_ece){.options = 1}), -1,
+			     "vendor ID 0");
+		cr_assert_eq(errno, EINVAL);
+		cr_assert_eq(rdma_set_local_ece(client, &mine), 0);
+		cr_assert_eq(rdma_resolve_addr(client, NULL, (struct sockaddr *)&at, 1000), 0);
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+		cr_assert_eq(rdma_resolve_route(client, 1000), 0);
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+		cr_assert_eq(rdma_connect(client, &cp), 0);
+		ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+		child = ev->id;
+		rdma_ack_cm_event(ev);
+		cr_assert_eq(rdma_get_remote_ece(child, &got), 0);
+		cr_assert_eq(got.vendor_id, mine.vendor_id);
+		cr_assert_eq(got.options, mine.options);
+		if (round == 1) {
+			cr_assert_eq(rdma_reject_ece(child, NULL, 0), 0);
+			ev = expect(ch, RDMA_CM_EVENT_REJECTED);
+			cr_assert_eq(ev->status, 35, "vendor option not supported: %d", ev->status);
+			rdma_ack_cm_event(ev);
+			rdma_destroy_id(child);
+			rdma_destroy_id(client);
+			break;
+		}
+		cr_assert_eq(rdma_set_local_ece(child, &theirs), 0);
+		cr_assert_eq(rdma_accept(child, &cp), 0);
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE));
+		cr_assert_eq(rdma_get_remote_ece(client, &got), 0);
+		cr_assert_eq(got.vendor_id, theirs.vendor_id);
+		cr_assert_eq(got.options, theirs.options);
+		cr_assert_eq(rdma_establish(client), 0);
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED));
+		cr_assert_eq(rdma_disconnect(client), 0);
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+		rdma_destroy_id(client);
+		rdma_destroy_id(child);
+	}
 	rdma_destroy_id(listener);
 	rdma_destroy_event_channel(ch);
 }

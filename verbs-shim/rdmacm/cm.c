@@ -248,6 +248,11 @@ static void deliver(struct cma_conn *c)
 		set_conn_param(&p, c);
 		switch (ev.type) {
 		case CM_EV_REP:
+			c->id->remote_ece = (struct ibv_ece){
+				.vendor_id = (uint32_t)ev.msg.u.rep.vendor_id[0] << 16 |
+					     (uint32_t)ev.msg.u.rep.vendor_id[1] << 8 |
+					     ev.msg.u.rep.vendor_id[2],
+				.options = ev.msg.hdr.attr_mod};
 			c->peer_qpn = ev.msg.u.rep.local_qpn;
 			c->peer_psn = ev.msg.u.rep.starting_psn;
 			c->rnr_retry = ev.msg.u.rep.rnr_retry_count;
@@ -442,6 +447,8 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	c->rnr_retry = req->rnr_retry_count;
 	c->path_mtu = req->path_mtu;
 	c->tos = req->primary.traffic_class; /* the passive path is the REQ's (§4.10) */
+	c->id->remote_ece =
+		(struct ibv_ece){.vendor_id = req->vendor_id, .options = m->hdr.attr_mod};
 	sa_of(&ss, rx->dgid, (uint16_t)req->service_id);
 	memcpy(&child->route.addr.src_addr, &ss, sizeof(struct sockaddr_in6));
 	sa_of(&ss, rx->sgid, h.src_port);
@@ -762,6 +769,8 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 		cm_service_id((enum cm_port_space)id->ps, port_of(&id->route.addr.dst_addr));
 	req.local_ca_guid = id->verbs ? be64toh(ibv_get_device_guid(id->verbs->device)) : 0;
 	req.local_qpn = qpn;
+	req.vendor_id = ci->local_ece.vendor_id;
+	c->cm.ece_options = ci->local_ece.options;
 	req.responder_resources = c->responder_resources;
 	req.initiator_depth = c->initiator_depth;
 	req.remote_cm_response_timeout = CM_RESPONSE_TIMEOUT;
@@ -842,6 +851,10 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 		return fail(err);
 	}
 	rep.local_qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
+	rep.vendor_id[0] = (uint8_t)(ci->local_ece.vendor_id >> 16);
+	rep.vendor_id[1] = (uint8_t)(ci->local_ece.vendor_id >> 8);
+	rep.vendor_id[2] = (uint8_t)ci->local_ece.vendor_id;
+	c->cm.ece_options = ci->local_ece.options;
 	rep.starting_psn = c->my_psn;
 	rep.responder_resources = c->responder_resources;
 	rep.initiator_depth = c->initiator_depth;
@@ -859,8 +872,9 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 }
 
 /* 0, or -1 with errno EINVAL (not a connection request or response, or over 148 bytes). */
-UROCE_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
-			     uint8_t private_data_len)
+/* Reject the request of @id with @reason (a UD id's SIDR_REP says only "rejected"). */
+static int reject(struct rdma_cm_id *id, uint16_t reason, const void *private_data,
+		  uint8_t private_data_len)
 {
 	struct cma_conn *c;
 	int err;
@@ -877,14 +891,53 @@ UROCE_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		pthread_mutex_unlock(&cm.lock);
 		return 0;
 	}
-	err = c ? cm_conn_reject(&c->cm, CM_REJ_CONSUMER, private_data, private_data_len, now_ns())
-		: EINVAL;
+	err = c ? cm_conn_reject(&c->cm, reason, private_data, private_data_len, now_ns()) : EINVAL;
 	if (!err) {
 		to_cma_id(id)->state = CMA_DISCONNECTED;
 		settle(c);
 	}
 	pthread_mutex_unlock(&cm.lock);
 	return err ? fail(err) : 0;
+}
+
+/*
+ * 0, or -1 with errno EINVAL: NULL, no connection request (or response) to reject, more than
+ * 148 bytes of private data. A REJ "consumer defined" (28); SIDR_REP "rejected" for UD.
+ */
+UROCE_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			     uint8_t private_data_len)
+{
+	return reject(id, CM_REJ_CONSUMER, private_data, private_data_len);
+}
+
+/* As rdma_reject, with REJ reason 35, "vendor option not supported" (the peer's ECE). */
+UROCE_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+				 uint8_t private_data_len)
+{
+	return reject(id, CM_REJ_VENDOR_OPTION, private_data, private_data_len);
+}
+
+/*
+ * What this side offers in its REQ or REP (ECE: vendor ID and options). 0, or -1 with errno
+ * EINVAL: NULL, an id with a QP of its own (librdmacm's rule: ECE is for applications that
+ * move their QP themselves), vendor ID 0, comp_mask set.
+ */
+UROCE_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	if (!id || id->qp || !ece || !ece->vendor_id || ece->comp_mask)
+		return fail(EINVAL);
+	to_cma_id(id)->local_ece =
+		(struct ibv_ece){.vendor_id = ece->vendor_id & 0xFFFFFF, .options = ece->options};
+	return 0;
+}
+
+/* What the peer's REQ or REP carried (zero if none). 0, or -1 with errno EINVAL as above. */
+UROCE_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	if (!id || id->qp || !ece)
+		return fail(EINVAL);
+	*ece = to_cma_id(id)->remote_ece;
+	return 0;
 }
 
 /* Active side without id->qp (CONNECT_RESPONSE): the RTU. 0, or -1 with errno EINVAL. */

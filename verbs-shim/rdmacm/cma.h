@@ -63,6 +63,8 @@ struct cma_id {
 	uint8_t tos, ack_timeout;
 	bool tos_set, ack_timeout_set, reuseaddr, afonly, afonly_set;
 	struct cma_mc *mcs; /* mcast.c: the groups joined */
+	/* ECE (cm.c): what this side offers in its REQ or REP, and what the peer's carried */
+	struct ibv_ece local_ece, remote_ece;
 };
 
 static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
@@ -145,11 +147,5 @@ void cma_release(struct cma_id *id);
 
 /* The host CM directory's name of @c's bound address (mad.h uroce_cm_service). */
 struct uroce_service cma_service_of(const struct cma_id *c);
-
-/*
- * Report ENOSYS for @call, which is not built yet: a message on stderr the first time (naming
- * the call), errno ENOSYS, and -1 for the caller to return.
- */
-int cma_not_yet(const char *call);
 
 #endif
