@@ -68,6 +68,38 @@ uint32_t cm_comm_id(uint32_t tag, uint32_t seq)
 	return tag << (32 - CM_COMM_TAG_BITS) | seq;
 }
 
+/* A REJ of the REQ @in (its MAD @mad) for @reason, or a SIDR_REP of @status, into @m. */
+static bool refusal(const uint8_t *mad, const struct cm_msg *in, uint16_t reason, uint8_t status,
+		    struct cm_msg *m)
+{
+	if (in->hdr.attr_id == CM_ATTR_REQ) { /* §4.10 step 2 */
+		m->hdr = cm_hdr(CM_ATTR_REJ, in->hdr.tid);
+		m->u.rej.local_comm_id = be32_at(mad + CM_MAD_HDR_LEN + 4);
+		m->u.rej.remote_comm_id = in->u.req.local_comm_id;
+		m->u.rej.message = CM_MSG_REQ;
+		m->u.rej.reason = reason;
+		return true;
+	}
+	if (in->hdr.attr_id == CM_ATTR_SIDR_REQ) { /* §4.9 SIDR_REQ */
+		m->hdr = cm_hdr(CM_ATTR_SIDR_REP, in->hdr.tid);
+		m->u.sidr_rep.request_id = in->u.sidr_req.request_id;
+		m->u.sidr_rep.status = status;
+		m->u.sidr_rep.service_id = in->u.sidr_req.service_id;
+		return true;
+	}
+	return false;
+}
+
+bool cm_refuse_request(const uint8_t *mad, size_t len, uint16_t reason, uint8_t sidr_status,
+		       uint8_t out[CM_MAD_LEN])
+{
+	struct cm_msg in, m;
+
+	memset(&m, 0, sizeof(m));
+	return cm_decode(mad, len, &in) == CM_OK && refusal(mad, &in, reason, sidr_status, &m) &&
+	       cm_encode(&m, out) == CM_MAD_LEN;
+}
+
 bool cm_answer_unclaimed(const uint8_t *mad, size_t len, uint8_t out[CM_MAD_LEN])
 {
 	struct cm_msg in, m;
@@ -75,26 +107,11 @@ bool cm_answer_unclaimed(const uint8_t *mad, size_t len, uint8_t out[CM_MAD_LEN]
 	if (cm_decode(mad, len, &in) != CM_OK)
 		return false;
 	memset(&m, 0, sizeof(m));
-	switch (in.hdr.attr_id) {
-	case CM_ATTR_REQ: /* §4.10 step 2 */
-		m.hdr = cm_hdr(CM_ATTR_REJ, in.hdr.tid);
-		m.u.rej.local_comm_id = be32_at(mad + CM_MAD_HDR_LEN + 4);
-		m.u.rej.remote_comm_id = in.u.req.local_comm_id;
-		m.u.rej.message = CM_MSG_REQ;
-		m.u.rej.reason = CM_REJ_INVALID_SERVICE_ID;
-		break;
-	case CM_ATTR_SIDR_REQ: /* §4.9 SIDR_REQ */
-		m.hdr = cm_hdr(CM_ATTR_SIDR_REP, in.hdr.tid);
-		m.u.sidr_rep.request_id = in.u.sidr_req.request_id;
-		m.u.sidr_rep.status = CM_SIDR_UNSUPPORTED;
-		m.u.sidr_rep.service_id = in.u.sidr_req.service_id;
-		break;
-	case CM_ATTR_DREQ: /* §4.9 DREQ: "answered with a DREP directly" */
+	if (in.hdr.attr_id == CM_ATTR_DREQ) { /* §4.9 DREQ: "answered with a DREP directly" */
 		m.hdr = cm_hdr(CM_ATTR_DREP, in.hdr.tid);
 		m.u.drep.local_comm_id = in.u.dreq.remote_comm_id;
 		m.u.drep.remote_comm_id = in.u.dreq.local_comm_id;
-		break;
-	default:
+	} else if (!refusal(mad, &in, CM_REJ_INVALID_SERVICE_ID, CM_SIDR_UNSUPPORTED, &m)) {
 		return false;
 	}
 	return cm_encode(&m, out) == CM_MAD_LEN;

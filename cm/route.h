@@ -58,6 +58,14 @@ static inline uint32_t cm_comm_tag(uint32_t comm_id)
 bool cm_answer_unclaimed(const uint8_t *mad, size_t len, uint8_t out[CM_MAD_LEN]);
 
 /*
+ * A request refused before any connection state was made for it: for a REQ, a REJ with
+ * @reason (as cm_answer_unclaimed's); for a SIDR_REQ, a SIDR_REP with @sidr_status. Writes
+ * @out and returns true, or false for any other MAD.
+ */
+bool cm_refuse_request(const uint8_t *mad, size_t len, uint16_t reason, uint8_t sidr_status,
+		       uint8_t out[CM_MAD_LEN]);
+
+/*
  * The DREQ the host sends on behalf of a process that died with the connection @local_id
  * (its comm ID) to @remote_id established, the peer's QP being @remote_qpn, as the kernel
  * disconnects the connections of a killed process (TID: hi_tid 1, the comm ID, §4.9).

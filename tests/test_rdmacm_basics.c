@@ -17,6 +17,7 @@
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
 #include <string.h>
+#include <unistd.h>
 
 Test(rdmacm, channel_fd_is_pollable_and_nonblocking)
 {
@@ -576,5 +577,73 @@ Test(rdmacm, ece_both_ways_and_rejection)
 		rdma_destroy_id(child);
 	}
 	rdma_destroy_id(listener);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A client id resolved to @at (address and route), reporting on @ch. */
+static struct rdma_cm_id *resolved_to(struct rdma_event_channel *ch, struct sockaddr_in *at)
+{
+	struct rdma_cm_id *id;
+
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)at, 1000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	cr_assert_eq(rdma_resolve_route(id, 1000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	return id;
+}
+
+/* @id connects (no QP of its own: a QP number given). */
+static void connect_without_qp(struct rdma_cm_id *id)
+{
+	struct rdma_conn_param cp = {
+		.qp_num = 0x123, .responder_resources = 1, .initiator_depth = 1};
+
+	cr_assert_eq(rdma_connect(id, &cp), 0);
+}
+
+/*
+ * The listen backlog as ucma has it: requests the application has not taken yet, beyond it,
+ * are refused (REJ 28); a listener destroyed with requests not taken refuses them too.
+ */
+Test(rdmacm, backlog_and_listener_destroyed_with_requests)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listener, *c[4];
+	struct rdma_cm_event *ev;
+	struct sockaddr_in at = lo4(7492);
+	int requests = 0, rejected = 0;
+
+	cr_assert_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_bind_addr(listener, (struct sockaddr *)&at), 0);
+	cr_assert_eq(rdma_listen(listener, 2), 0);
+	for (int i = 0; i < 4; i++)
+		c[i] = resolved_to(ch, &at);
+	for (int i = 0; i < 3; i++)
+		connect_without_qp(c[i]);
+	usleep(200000); /* all three handled before any request is taken */
+	while (requests + rejected < 3) {
+		cr_assert_eq(rdma_get_cm_event(ch, &ev), 0);
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			requests++;
+		} else {
+			cr_assert_eq(ev->event, RDMA_CM_EVENT_REJECTED, "%s",
+				     rdma_event_str(ev->event));
+			cr_assert_eq(ev->id, c[2], "the third, beyond the backlog of 2");
+			cr_assert_eq(ev->status, 28);
+			rejected++;
+		}
+		rdma_ack_cm_event(ev);
+	}
+	cr_assert_eq(rejected, 1, "two requests waiting, a third refused");
+	/* Taken: room again. A fourth request waits; the listener goes before it is taken. */
+	connect_without_qp(c[3]);
+	usleep(200000);
+	rdma_destroy_id(listener);
+	ev = expect(ch, RDMA_CM_EVENT_REJECTED);
+	cr_assert_eq(ev->id, c[3]);
+	rdma_ack_cm_event(ev);
+	for (int i = 0; i < 4; i++)
+		rdma_destroy_id(c[i]);
 	rdma_destroy_event_channel(ch);
 }

@@ -102,13 +102,15 @@ int cma_conn_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int stat
 }
 
 int cma_ud_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
-		 const struct cma_event_ud *ud, const void *pd, size_t len)
+		 struct rdma_cm_id *listen, const struct cma_event_ud *ud, const void *pd,
+		 size_t len)
 {
 	struct cma_event *e = calloc(1, sizeof(*e));
 
 	if (!e)
 		return ENOMEM;
 	e->ev.id = id;
+	e->ev.listen_id = listen;
 	e->ev.event = type;
 	e->ev.status = status;
 	e->ev.param.ud.ah_attr = ud->ah_attr;
@@ -190,6 +192,8 @@ UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rd
 	if (e->ev.id)
 		to_cma_id(e->ev.id)->events_out++;
 	pthread_mutex_unlock(&acks.lock);
+	if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id)
+		atomic_fetch_sub(&to_cma_id(e->ev.listen_id)->requests_waiting, 1);
 	if (e->attach && e->ev.id->qp) {
 		int err = ibv_attach_mcast(e->ev.id->qp, &e->ev.param.ud.ah_attr.grh.dgid, 0);
 
@@ -234,7 +238,8 @@ void cma_events_drain(struct rdma_cm_id *id)
 	for (pp = &c->head; *pp;) {
 		struct cma_event *e = *pp;
 
-		if (e->ev.id == id) {
+		/* Its own, and (a listener's) the requests the application has not taken. */
+		if (e->ev.id == id || e->ev.listen_id == id) {
 			*pp = e->next;
 			e->next = dropped;
 			dropped = e;
@@ -251,6 +256,11 @@ void cma_events_drain(struct rdma_cm_id *id)
 		struct cma_event *e = dropped;
 
 		dropped = e->next;
+		/* A request nobody will answer: refused, as the kernel's rdma_cm does. */
+		if (e->ev.id != id && e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rdma_reject(e->ev.id, NULL, 0);
+			rdma_destroy_id(e->ev.id);
+		}
 		free(e);
 	}
 	/* those taken are waited for, until acked (librdmacm's rdma_destroy_id). */

@@ -220,7 +220,7 @@ static void sidr_answered(struct cma_conn *c, const struct cm_sidr_rep *rep)
 	if (rep->status != CM_SIDR_OK || idx < 0) {
 		c->id->state = CMA_DISCONNECTED;
 		cma_ud_event(id, RDMA_CM_EVENT_UNREACHABLE, rep->status ? rep->status : -ENODEV,
-			     &ud, NULL, 0);
+			     NULL, &ud, NULL, 0);
 		return;
 	}
 	ud.ah_attr.is_global = 1;
@@ -230,7 +230,8 @@ static void sidr_answered(struct cma_conn *c, const struct cm_sidr_rep *rep)
 	ud.ah_attr.grh.hop_limit = 64;
 	ud.ah_attr.grh.traffic_class = c->tos;
 	c->id->state = CMA_CONNECTED;
-	cma_ud_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, &ud, rep->private_data, CM_SIDR_REP_PRIVATE);
+	cma_ud_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, &ud, rep->private_data,
+		     CM_SIDR_REP_PRIVATE);
 }
 
 /* Turn the connection's CM events into rdma_cm events. Locked. */
@@ -391,6 +392,15 @@ static struct cma_id *listener_of(uint64_t sid, const uint8_t dgid[16])
 	return NULL;
 }
 
+/* Refuse the request @rx: REJ @reason, or SIDR_REP @sidr_status (cm/route.h). */
+static void refuse(const struct uroce_mad_rx *rx, uint16_t reason, uint8_t sidr_status)
+{
+	uint8_t mad[CM_MAD_LEN];
+
+	if (cm_refuse_request(rx->mad, CM_MAD_LEN, reason, sidr_status, mad))
+		uroce_mad_send(rx->dgid, rx->sgid, rx->tos, 64, mad);
+}
+
 /* Answer a MAD no connection or listener takes, as a Linux CM does (cm/route.h). */
 static void answer_unclaimed(const struct uroce_mad_rx *rx)
 {
@@ -426,12 +436,17 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	}
 	if (cma_hdr_decode(req->private_data, &h))
 		return;
+	/* ucma's backlog: requests the application has not taken yet, beyond it refused. */
+	if (atomic_load(&l->requests_waiting) >= l->backlog) {
+		refuse(rx, CM_REJ_CONSUMER, CM_SIDR_REJECT);
+		return;
+	}
 	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
 		return;
 	child->qp_type = l->id.qp_type; /* librdmacm: the listener's (an XRC one's too) */
 	c = new_conn();
 	if (!c) {
-		rdma_destroy_id(child);
+		free(to_cma_id(child)); /* not rdma_destroy_id: it takes the lock held here */
 		return;
 	}
 	c->id = to_cma_id(child);
@@ -458,6 +473,7 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	child->port_num = 1;
 	cm_conn_accept_req(&c->cm, m, now_ns());
 	set_conn_param(&p, c);
+	atomic_fetch_add(&l->requests_waiting, 1);
 	cma_conn_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &l->id, &p,
 		       req->private_data + CM_HDR_LEN, CM_REQ_PRIVATE - CM_HDR_LEN);
 	settle(c);
@@ -484,12 +500,17 @@ static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	}
 	if (cma_hdr_decode(req->private_data, &h))
 		return;
+	/* ucma's backlog: requests the application has not taken yet, beyond it refused. */
+	if (atomic_load(&l->requests_waiting) >= l->backlog) {
+		refuse(rx, CM_REJ_CONSUMER, CM_SIDR_REJECT);
+		return;
+	}
 	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
 		return;
 	child->qp_type = l->id.qp_type; /* librdmacm: the listener's (an XRC one's too) */
 	c = new_conn();
 	if (!c) {
-		rdma_destroy_id(child);
+		free(to_cma_id(child)); /* not rdma_destroy_id: it takes the lock held here */
 		return;
 	}
 	c->id = to_cma_id(child);
@@ -508,8 +529,9 @@ static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	memcpy(&child->route.addr.dst_addr, &ss, sizeof(struct sockaddr_in6));
 	child->verbs = l->id.verbs ? l->id.verbs : cma_device_of(rx->dgid);
 	child->port_num = 1;
-	cma_ud_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &ud, req->private_data + CM_HDR_LEN,
-		     CM_SIDR_REQ_PRIVATE - CM_HDR_LEN);
+	atomic_fetch_add(&l->requests_waiting, 1);
+	cma_ud_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &l->id, &ud,
+		     req->private_data + CM_HDR_LEN, CM_SIDR_REQ_PRIVATE - CM_HDR_LEN);
 }
 
 /* Passive SIDR: answer the requester with @status (and our QP). Locked. */
@@ -631,14 +653,14 @@ static int start(void)
 
 /*
  * 0, or -1 with errno: EINVAL (NULL, or @id not bound or already listening), ETIMEDOUT (the
- * host's hub did not answer), or the errno of starting the engine. @backlog is not limited.
+ * host's hub did not answer), or the errno of starting the engine. Beyond @backlog connection
+ * requests not yet taken by the application, more are refused (REJ 28), as ucma does.
  */
 UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct cma_id *c;
 	int err;
 
-	(void)backlog;
 	if (!id)
 		return fail(EINVAL);
 	c = to_cma_id(id);
@@ -647,6 +669,8 @@ UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	pthread_mutex_lock(&cm.lock);
 	err = start();
 	if (!err) {
+		/* ucma's: at most net.rdma_ucm.max_backlog (1024), that too for 0 or less. */
+		c->backlog = backlog > 0 && backlog < CMA_MAX_BACKLOG ? backlog : CMA_MAX_BACKLOG;
 		c->state = CMA_LISTEN;
 		c->next_listener = cm.listeners;
 		cm.listeners = c;

@@ -17,6 +17,7 @@
 #include <rdma/rdma_cma.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "verbs-shim/mad.h"
@@ -65,7 +66,11 @@ struct cma_id {
 	struct cma_mc *mcs; /* mcast.c: the groups joined */
 	/* ECE (cm.c): what this side offers in its REQ or REP, and what the peer's carried */
 	struct ibv_ece local_ece, remote_ece;
+	int backlog;                 /* a listener's (cm.c) */
+	atomic_int requests_waiting; /* its CONNECT_REQUESTs not yet taken (channel.c) */
 };
+
+#define CMA_MAX_BACKLOG 1024 /* ucma's default net.rdma_ucm.max_backlog */
 
 static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
 {
@@ -90,7 +95,8 @@ int cma_conn_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int stat
 		   size_t len);
 
 /*
- * @id is being destroyed: drop its events not yet taken, ack id->event, and wait until every
+ * @id is being destroyed: drop its events not yet taken (a listener's: also the connection
+ * requests not taken, each refused and its id destroyed), ack id->event, and wait until every
  * event of it the application took is acked (rdma_destroy_id(3)).
  */
 void cma_events_drain(struct rdma_cm_id *id);
@@ -103,10 +109,12 @@ struct cma_event_ud {
 
 /*
  * Queue a UD event (SIDR): @ud in event.param.ud with @len bytes of private data at @pd, on
- * @id's channel (a listener's child shares the listener's). Returns 0 or ENOMEM.
+ * @id's channel (a listener's child shares the listener's); @listen as cma_conn_event's.
+ * Returns 0 or ENOMEM.
  */
 int cma_ud_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
-		 const struct cma_event_ud *ud, const void *pd, size_t len);
+		 struct rdma_cm_id *listen, const struct cma_event_ud *ud, const void *pd,
+		 size_t len);
 
 /*
  * Queue MULTICAST_JOIN for @id: @ud in event.param.ud, @context as its private data; with
