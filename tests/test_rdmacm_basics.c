@@ -472,6 +472,40 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_
 	return ev;
 }
 
+/* A client id resolved to @at (address and route), reporting on @ch. */
+static struct rdma_cm_id *resolved_to(struct rdma_event_channel *ch, struct sockaddr_in *at)
+{
+	struct rdma_cm_id *id;
+
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)at, 1000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	cr_assert_eq(rdma_resolve_route(id, 1000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	return id;
+}
+
+/* A listener at @at reporting on @ch. */
+static struct rdma_cm_id *listener_at(struct rdma_event_channel *ch, struct sockaddr_in *at,
+				      int backlog)
+{
+	struct rdma_cm_id *l;
+
+	cr_assert_eq(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_bind_addr(l, (struct sockaddr *)at), 0);
+	cr_assert_eq(rdma_listen(l, backlog), 0);
+	return l;
+}
+
+/* @id connects (no QP of its own: a QP number given). */
+static void connect_without_qp(struct rdma_cm_id *id)
+{
+	struct rdma_conn_param cp = {
+		.qp_num = 0x123, .responder_resources = 1, .initiator_depth = 1};
+
+	cr_assert_eq(rdma_connect(id, &cp), 0);
+}
+
 /*
  * rdma_notify(COMM_EST): a passive side whose RTU has not come (the active side holds it back:
  * no QP, CONNECT_RESPONSE, no rdma_establish yet) is established by it, as the kernel's
@@ -480,21 +514,14 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_
 Test(rdmacm, notify_comm_est_establishes_the_passive_side)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *listener, *client, *child;
-	struct rdma_cm_event *ev;
 	struct sockaddr_in at = lo4(7490);
+	struct rdma_cm_id *listener = listener_at(ch, &at, 1), *client = resolved_to(ch, &at),
+			  *child;
+	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = {
-		.qp_num = 0x123, .responder_resources = 1, .initiator_depth = 1};
+		.qp_num = 0x456, .responder_resources = 1, .initiator_depth = 1};
 
-	cr_assert_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
-	cr_assert_eq(rdma_bind_addr(listener, (struct sockaddr *)&at), 0);
-	cr_assert_eq(rdma_listen(listener, 1), 0);
-	cr_assert_eq(rdma_create_id(ch, &client, NULL, RDMA_PS_TCP), 0);
-	cr_assert_eq(rdma_resolve_addr(client, NULL, (struct sockaddr *)&at, 1000), 0);
-	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	cr_assert_eq(rdma_resolve_route(client, 1000), 0);
-	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-	cr_assert_eq(rdma_connect(client, &cp), 0);
+	connect_without_qp(client);
 	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	child = ev->id;
 	rdma_ack_cm_event(ev);
@@ -526,28 +553,21 @@ Test(rdmacm, notify_comm_est_establishes_the_passive_side)
 Test(rdmacm, ece_both_ways_and_rejection)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *listener, *client, *child;
-	struct rdma_cm_event *ev;
 	struct sockaddr_in at = lo4(7491);
+	struct rdma_cm_id *listener = listener_at(ch, &at, 1), *client, *child;
+	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = {
-		.qp_num = 0x123, .responder_resources = 1, .initiator_depth = 1};
+		.qp_num = 0x456, .responder_resources = 1, .initiator_depth = 1};
 	struct ibv_ece mine = {.vendor_id = 0x15b3, .options = 0x1},
 		       theirs = {.vendor_id = 0x15b3, .options = 0x3}, got;
 
-	cr_assert_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
-	cr_assert_eq(rdma_bind_addr(listener, (struct sockaddr *)&at), 0);
-	cr_assert_eq(rdma_listen(listener, 1), 0);
 	for (int round = 0; round < 2; round++) {
-		cr_assert_eq(rdma_create_id(ch, &client, NULL, RDMA_PS_TCP), 0);
+		client = resolved_to(ch, &at);
 		cr_assert_eq(rdma_set_local_ece(client, &(struct ibv_ece){.options = 1}), -1,
 			     "vendor ID 0");
 		cr_assert_eq(errno, EINVAL);
 		cr_assert_eq(rdma_set_local_ece(client, &mine), 0);
-		cr_assert_eq(rdma_resolve_addr(client, NULL, (struct sockaddr *)&at, 1000), 0);
-		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-		cr_assert_eq(rdma_resolve_route(client, 1000), 0);
-		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-		cr_assert_eq(rdma_connect(client, &cp), 0);
+		connect_without_qp(client);
 		ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 		child = ev->id;
 		rdma_ack_cm_event(ev);
@@ -580,28 +600,6 @@ Test(rdmacm, ece_both_ways_and_rejection)
 	rdma_destroy_event_channel(ch);
 }
 
-/* A client id resolved to @at (address and route), reporting on @ch. */
-static struct rdma_cm_id *resolved_to(struct rdma_event_channel *ch, struct sockaddr_in *at)
-{
-	struct rdma_cm_id *id;
-
-	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
-	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)at, 1000), 0);
-	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	cr_assert_eq(rdma_resolve_route(id, 1000), 0);
-	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-	return id;
-}
-
-/* @id connects (no QP of its own: a QP number given). */
-static void connect_without_qp(struct rdma_cm_id *id)
-{
-	struct rdma_conn_param cp = {
-		.qp_num = 0x123, .responder_resources = 1, .initiator_depth = 1};
-
-	cr_assert_eq(rdma_connect(id, &cp), 0);
-}
-
 /*
  * The listen backlog as ucma has it: requests the application has not taken yet, beyond it,
  * are refused (REJ 28); a listener destroyed with requests not taken refuses them too.
@@ -609,14 +607,11 @@ static void connect_without_qp(struct rdma_cm_id *id)
 Test(rdmacm, backlog_and_listener_destroyed_with_requests)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *listener, *c[4];
-	struct rdma_cm_event *ev;
 	struct sockaddr_in at = lo4(7492);
+	struct rdma_cm_id *listener = listener_at(ch, &at, 2), *c[4];
+	struct rdma_cm_event *ev;
 	int requests = 0, rejected = 0;
 
-	cr_assert_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
-	cr_assert_eq(rdma_bind_addr(listener, (struct sockaddr *)&at), 0);
-	cr_assert_eq(rdma_listen(listener, 2), 0);
 	for (int i = 0; i < 4; i++)
 		c[i] = resolved_to(ch, &at);
 	for (int i = 0; i < 3; i++)

@@ -410,16 +410,63 @@ static void answer_unclaimed(const struct uroce_mad_rx *rx)
 		uroce_mad_send(rx->dgid, rx->sgid, rx->tos, 64, mad);
 }
 
-/* A REQ for a listener: a new id, as librdmacm makes it (ABI.md: context, channel, ps). */
+/*
+ * A request @rx to listener @l (NULL: gone) for service @sid with private data @pd (the cma
+ * header first): a connection with a new child id, as librdmacm makes it (ABI.md: context,
+ * channel, port space, QP type of the listener), its addresses from the packet and the cma
+ * header; or NULL when refused or unusable (answered as the kernel's rdma_cm would). Locked.
+ */
+static struct cma_conn *request_conn(struct cma_id *l, const struct uroce_mad_rx *rx, uint64_t sid,
+				     const uint8_t *pd)
+{
+	struct rdma_cm_id *child;
+	struct cma_conn *c;
+	struct cma_hdr h;
+	struct sockaddr_storage ss;
+
+	if (!l) {
+		/* Routed here, but the listener has gone since. */
+		answer_unclaimed(rx);
+		return NULL;
+	}
+	if (cma_hdr_decode(pd, &h))
+		return NULL;
+	/* ucma's backlog: requests the application has not taken yet, beyond it refused. */
+	if (atomic_load(&l->requests_waiting) >= l->backlog) {
+		refuse(rx, CM_REJ_CONSUMER, CM_SIDR_REJECT);
+		return NULL;
+	}
+	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
+		return NULL;
+	child->qp_type = l->id.qp_type;
+	c = new_conn();
+	if (!c) {
+		free(to_cma_id(child)); /* not rdma_destroy_id: it takes the lock held here */
+		return NULL;
+	}
+	c->id = to_cma_id(child);
+	c->id->conn = c;
+	c->id->state = CMA_CONNECTING;
+	memcpy(c->sgid, rx->dgid, 16);
+	memcpy(c->dgid, rx->sgid, 16);
+	sa_of(&ss, rx->dgid, (uint16_t)sid);
+	memcpy(&child->route.addr.src_addr, &ss, sizeof(struct sockaddr_in6));
+	sa_of(&ss, rx->sgid, h.src_port);
+	memcpy(&child->route.addr.dst_addr, &ss, sizeof(struct sockaddr_in6));
+	/* A wildcard listener has no device: the one the request came to. */
+	child->verbs = l->id.verbs ? l->id.verbs : cma_device_of(rx->dgid);
+	child->port_num = 1;
+	atomic_fetch_add(&l->requests_waiting, 1);
+	return c;
+}
+
+/* A REQ for a listener: CONNECT_REQUEST; rdma_accept or rdma_reject answers it. */
 static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 {
 	const struct cm_req *req = &m->u.req;
 	struct cma_id *l = listener_of(req->service_id, rx->dgid);
-	struct rdma_cm_id *child;
 	struct cma_conn *c;
-	struct cma_hdr h;
 	struct rdma_conn_param p;
-	struct sockaddr_storage ss;
 
 	/* A repeated REQ belongs to the connection it made. */
 	for (c = cm.conns; c; c = c->next) {
@@ -429,31 +476,9 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 			return;
 		}
 	}
-	if (!l) {
-		/* Routed here, but the listener has gone since. */
-		answer_unclaimed(rx);
+	c = request_conn(l, rx, req->service_id, req->private_data);
+	if (!c)
 		return;
-	}
-	if (cma_hdr_decode(req->private_data, &h))
-		return;
-	/* ucma's backlog: requests the application has not taken yet, beyond it refused. */
-	if (atomic_load(&l->requests_waiting) >= l->backlog) {
-		refuse(rx, CM_REJ_CONSUMER, CM_SIDR_REJECT);
-		return;
-	}
-	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
-		return;
-	child->qp_type = l->id.qp_type; /* librdmacm: the listener's (an XRC one's too) */
-	c = new_conn();
-	if (!c) {
-		free(to_cma_id(child)); /* not rdma_destroy_id: it takes the lock held here */
-		return;
-	}
-	c->id = to_cma_id(child);
-	c->id->conn = c;
-	c->id->state = CMA_CONNECTING;
-	memcpy(c->sgid, rx->dgid, 16);
-	memcpy(c->dgid, rx->sgid, 16);
 	c->peer_qpn = req->local_qpn;
 	c->peer_psn = req->starting_psn;
 	c->responder_resources = req->initiator_depth; /* what the peer will read from us */
@@ -464,17 +489,9 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	c->tos = req->primary.traffic_class; /* the passive path is the REQ's (§4.10) */
 	c->id->remote_ece =
 		(struct ibv_ece){.vendor_id = req->vendor_id, .options = m->hdr.attr_mod};
-	sa_of(&ss, rx->dgid, (uint16_t)req->service_id);
-	memcpy(&child->route.addr.src_addr, &ss, sizeof(struct sockaddr_in6));
-	sa_of(&ss, rx->sgid, h.src_port);
-	memcpy(&child->route.addr.dst_addr, &ss, sizeof(struct sockaddr_in6));
-	/* A wildcard listener has no device: the one the REQ came to. */
-	child->verbs = l->id.verbs ? l->id.verbs : cma_device_of(rx->dgid);
-	child->port_num = 1;
 	cm_conn_accept_req(&c->cm, m, now_ns());
 	set_conn_param(&p, c);
-	atomic_fetch_add(&l->requests_waiting, 1);
-	cma_conn_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &l->id, &p,
+	cma_conn_event(&c->id->id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &l->id, &p,
 		       req->private_data + CM_HDR_LEN, CM_REQ_PRIVATE - CM_HDR_LEN);
 	settle(c);
 }
@@ -484,53 +501,22 @@ static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 {
 	const struct cm_sidr_req *req = &m->u.sidr_req;
 	struct cma_id *l = listener_of(req->service_id, rx->dgid);
-	struct rdma_cm_id *child;
 	struct cma_conn *c;
-	struct cma_hdr h;
-	struct sockaddr_storage ss;
 	struct cma_event_ud ud = {0};
 
 	/* A repeated SIDR_REQ while the application decides: it is answered once, then. */
 	for (c = cm.conns; c; c = c->next)
 		if (c->sidr && c->sidr_id == req->request_id && !memcmp(c->dgid, rx->sgid, 16))
 			return;
-	if (!l) {
-		answer_unclaimed(rx);
+	c = request_conn(l, rx, req->service_id, req->private_data);
+	if (!c)
 		return;
-	}
-	if (cma_hdr_decode(req->private_data, &h))
-		return;
-	/* ucma's backlog: requests the application has not taken yet, beyond it refused. */
-	if (atomic_load(&l->requests_waiting) >= l->backlog) {
-		refuse(rx, CM_REJ_CONSUMER, CM_SIDR_REJECT);
-		return;
-	}
-	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
-		return;
-	child->qp_type = l->id.qp_type; /* librdmacm: the listener's (an XRC one's too) */
-	c = new_conn();
-	if (!c) {
-		free(to_cma_id(child)); /* not rdma_destroy_id: it takes the lock held here */
-		return;
-	}
-	c->id = to_cma_id(child);
-	c->id->conn = c;
-	c->id->state = CMA_CONNECTING;
 	c->sidr = true;
 	c->sidr_id = req->request_id;
 	c->sidr_sid = req->service_id;
 	c->tos = rx->tos; /* answered along the path it came */
 	c->cm.tid = m->hdr.tid;
-	memcpy(c->sgid, rx->dgid, 16);
-	memcpy(c->dgid, rx->sgid, 16);
-	sa_of(&ss, rx->dgid, (uint16_t)req->service_id);
-	memcpy(&child->route.addr.src_addr, &ss, sizeof(struct sockaddr_in6));
-	sa_of(&ss, rx->sgid, h.src_port);
-	memcpy(&child->route.addr.dst_addr, &ss, sizeof(struct sockaddr_in6));
-	child->verbs = l->id.verbs ? l->id.verbs : cma_device_of(rx->dgid);
-	child->port_num = 1;
-	atomic_fetch_add(&l->requests_waiting, 1);
-	cma_ud_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &l->id, &ud,
+	cma_ud_event(&c->id->id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &l->id, &ud,
 		     req->private_data + CM_HDR_LEN, CM_SIDR_REQ_PRIVATE - CM_HDR_LEN);
 }
 
