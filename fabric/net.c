@@ -43,6 +43,15 @@ struct uroce_net {
 	struct uroce_timer pcap_flush;
 	struct uroce_udp udp[FAMILIES];     /* this process's own, on ephemeral ports */
 	struct uroce_udp hub_udp[FAMILIES]; /* as hub: the RoCEv2 port */
+	/*
+	 * CM MADs leave through sockets of their own, which take ICMP errors (udp.h): a REQ to a
+	 * host where no RoCE port is open fails at once (net.h ops->unreachable). The data path's
+	 * sockets do not, so that its sends and receives never meet those errors.
+	 */
+	struct mad_sock {
+		struct uroce_net *net;
+		struct uroce_udp udp;
+	} mad[FAMILIES];
 	struct uroce_qpn qpn;
 	struct uroce_faults *faults;     /* UROCE_FAULTS, or NULL */
 	struct uroce_progress *progress; /* set by init, on the progress thread */
@@ -282,6 +291,18 @@ static void mcast_deliver(void *arg, const struct uroce_rx *rx)
 }
 
 /* On the progress thread, before anything is received. */
+/* ICMP errors for CM MADs this process sent (progress thread). */
+static void on_icmp(void *arg)
+{
+	struct mad_sock *m = arg;
+	uint8_t gid[16];
+	int err;
+
+	while (uroce_udp_take_error(&m->udp, gid, &err))
+		if (m->net->ops->unreachable && err)
+			m->net->ops->unreachable(m->net->arg, gid, err);
+}
+
 static int init(void *arg, struct uroce_progress *p)
 {
 	struct uroce_net *net = arg;
@@ -292,6 +313,10 @@ static int init(void *arg, struct uroce_progress *p)
 	if (!net->mcast)
 		return errno;
 	err = watch_pair(p, net->udp);
+	for (int i = 0; i < FAMILIES && !err; i++)
+		if (net->mad[i].udp.fd >= 0 &&
+		    !uroce_progress_watch(p, net->mad[i].udp.fd, on_icmp, &net->mad[i]))
+			err = errno;
 	if (!err)
 		err = uroce_rdv_join(&net->rdv, net->cfg.udp_port,
 				     (uint16_t[2]){net->udp[V4].port, net->udp[V6].port}, p,
@@ -358,6 +383,7 @@ static void free_net(struct uroce_net *net)
 		/* The port first, so that the next hub can bind it when it sees us leave. */
 		uroce_udp_close(&net->hub_udp[i]);
 		uroce_udp_close(&net->udp[i]);
+		uroce_udp_close(&net->mad[i].udp);
 	}
 	uroce_rdv_leave(net->rdv);
 	uroce_mcast_free(net->mcast);
@@ -378,8 +404,10 @@ int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void
 		return ENOMEM;
 	net->ops = ops;
 	net->arg = arg;
-	for (int i = 0; i < FAMILIES; i++)
-		net->udp[i].fd = net->hub_udp[i].fd = -1;
+	for (int i = 0; i < FAMILIES; i++) {
+		net->udp[i].fd = net->hub_udp[i].fd = net->mad[i].udp.fd = -1;
+		net->mad[i].net = net;
+	}
 	uroce_qpn_init(&net->qpn);
 	err = uroce_config_load(&net->cfg);
 	if (err)
@@ -406,6 +434,12 @@ int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void
 		uroce_log(UROCE_LOG_ERROR, "cannot open a UDP socket: %s", strerror(err));
 		goto fail;
 	}
+	/* Without them (or IP_RECVERR), MADs leave through the data sockets: no early error. */
+	for (int i = 0; i < FAMILIES; i++)
+		if (net->udp[i].fd >= 0 &&
+		    (uroce_udp_open(&net->mad[i].udp, net->udp[i].family, 0) ||
+		     uroce_udp_recverr(&net->mad[i].udp)))
+			uroce_udp_close(&net->mad[i].udp);
 	err = uroce_progress_start(&p, &progress_ops, net, UROCE_PROGRESS_BUFFERS,
 				   net->cfg.backend);
 	if (err)
@@ -496,18 +530,28 @@ static bool is_loopback(const uint8_t gid[16])
 	return roce_gid_is_v4(gid) ? gid[12] == 127 : !memcmp(gid, v6, 16);
 }
 
-int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len)
+/* An error a send may return once for an earlier datagram's ICMP error (udp.h). */
+static bool icmp_error(int err)
 {
-	const struct uroce_udp *s;
-	struct roce_ipudp g;
-	int err = check_send(net, f, len, &s);
+	return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH ||
+	       err == EHOSTDOWN || err == ENETDOWN;
+}
 
+/* uroce_net_send through @s, or the socket check_send picks (@s NULL). */
+static int send_via(struct uroce_net *net, const struct uroce_udp *s, const struct roce_ipudp *f,
+		    uint8_t *roce, size_t len)
+{
+	const struct uroce_udp *data;
+	struct roce_ipudp g;
+	int err = check_send(net, f, len, &data);
 	unsigned int n = 1;
 
 	if (err) {
 		atomic_fetch_add(&net->tx_errors, 1);
 		return err;
 	}
+	if (!s)
+		s = data;
 	/* PROTOCOL.md §2.1: the ICRC covers the IPv4 ID; the kernel sends 0 with DF. */
 	g = on_wire(net, s, f, 0);
 	roce_icrc_fill(&g, roce, len);
@@ -525,6 +569,11 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
 	for (unsigned int i = 0; i < n && !err; i++)
 		err = transmit(net, s, &g, roce, len);
 	return err;
+}
+
+int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len)
+{
+	return send_via(net, NULL, f, roce, len);
 }
 
 /*
@@ -696,9 +745,17 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
 	uint8_t buf[ROCE_BTH_LEN + ROCE_DETH_LEN + CM_MAD_LEN + ROCE_ICRC_LEN];
 	size_t len = roce_encode(buf, sizeof(buf), &pkt);
 
+	const struct uroce_udp *s;
+	int err;
+
 	memcpy(f.sgid, sgid, 16);
 	memcpy(f.dgid, dgid, 16);
-	return uroce_net_send(net, &f, buf, len);
+	s = &net->mad[roce_gid_is_v4(sgid) ? V4 : V6].udp;
+	if (s->fd < 0)
+		return uroce_net_send(net, &f, buf, len);
+	err = send_via(net, s, &f, buf, len);
+	/* The socket's pending ICMP error (another MAD's, queued for on_icmp) failed this one. */
+	return icmp_error(err) ? send_via(net, s, &f, buf, len) : err;
 }
 
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s)

@@ -67,6 +67,12 @@ struct uroce_net_ops {
 	void (*batch_end)(void *arg);
 	/* Threads stopped polling (uroce_net_poll): on the progress thread. May be NULL. */
 	void (*polling_ended)(void *arg);
+	/*
+	 * The network answered a CM MAD this process sent to @gid with an ICMP error @err:
+	 * ECONNREFUSED (no RoCE port open there: no uroce, RNIC or rxe on that host),
+	 * EHOSTUNREACH, ENETUNREACH, ... On the progress thread. May be NULL.
+	 */
+	void (*unreachable)(void *arg, const uint8_t gid[16], int err);
 };
 
 /*

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 /* After netinet/in.h (libc-compat): IPV6_FLOWINFO and IPV6_FLOWINFO_SEND, which glibc lacks. */
+#include <linux/errqueue.h>
 #include <linux/in6.h>
 #include <linux/sock_diag.h>
 #include <linux/udp.h>
@@ -126,6 +127,52 @@ fail:
 	close(s->fd);
 	s->fd = -1;
 	return err;
+}
+
+int uroce_udp_recverr(const struct uroce_udp *s)
+{
+	return s->family == AF_INET ? set_int(s->fd, IPPROTO_IP, IP_RECVERR, 1)
+				    : set_int(s->fd, IPPROTO_IPV6, IPV6_RECVERR, 1);
+}
+
+int uroce_udp_take_error(const struct uroce_udp *s, uint8_t gid[16], int *err)
+{
+	union {
+		struct cmsghdr align;
+		/* The socket's other control messages (PKTINFO, TTL, ...) come along. */
+		char buf[UROCE_UDP_CONTROL_LEN + CMSG_SPACE(sizeof(struct sock_extended_err) +
+							    sizeof(struct sockaddr_in6))];
+	} control;
+	struct sockaddr_storage to;
+	char data[64];
+	struct iovec iov = {.iov_base = data, .iov_len = sizeof(data)};
+	struct msghdr msg = {.msg_name = &to,
+			     .msg_namelen = sizeof(to),
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = control.buf,
+			     .msg_controllen = sizeof(control.buf)};
+
+	if (recvmsg(s->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+		return 0;
+	*err = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) ||
+		    (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+			struct sock_extended_err ee;
+
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			*err = (int)ee.ee_errno;
+		}
+	}
+	memset(gid, 0, 16);
+	if (to.ss_family == AF_INET) {
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, &((struct sockaddr_in *)&to)->sin_addr, 4);
+	} else {
+		memcpy(gid, &((struct sockaddr_in6 *)&to)->sin6_addr, 16);
+	}
+	return 1;
 }
 
 void uroce_udp_close(struct uroce_udp *s)

@@ -43,6 +43,20 @@ struct uroce_udp {
 };
 
 /*
+ * Have the kernel queue the ICMP errors of what @s sends (IP_RECVERR / IPV6_RECVERR), to be
+ * taken with uroce_udp_take_error; a send may then fail once with such an error (the socket's
+ * pending one), and should be repeated. 0 or the errno of setsockopt.
+ */
+int uroce_udp_recverr(const struct uroce_udp *s);
+
+/*
+ * Take one ICMP error queued on @s: 1 with the destination of the datagram that drew it in
+ * @gid and the error in *@err (ECONNREFUSED: port unreachable; EHOSTUNREACH, ENETUNREACH, ...);
+ * 0 when none is queued.
+ */
+int uroce_udp_take_error(const struct uroce_udp *s, uint8_t gid[16], int *err);
+
+/*
  * Open a socket of @family (AF_INET, or AF_INET6 with IPV6_V6ONLY) bound to the wildcard address
  * and @port (0: an ephemeral port). Returns 0, or the errno of the call that failed:
  * EAFNOSUPPORT or EADDRNOTAVAIL (no IPv6 on this host), EADDRINUSE, EACCES, EMFILE, ...

@@ -39,6 +39,8 @@ set(_two_hosts
   "rdmaserver|4|rdmacm|-|rdma_server"
   "xrc|4|rdmacm|-|rdma_xserver -c x"
   "unreachable|4|unreachable|-|rping -C 1"
+  "unreachable6|6|unreachable|-|rping -C 1"
+  "silent|4|unreachable|SILENT=1|rping -C 1"
   "mcast|4|bytes|-|$<TARGET_FILE:mcast_peer> -n 200"
   "mcast6|6|bytes|CAPTURE=1|$<TARGET_FILE:mcast_peer> -n 200"
   "mckey|4|mckey|CAPTURE=1|mckey -C 50"

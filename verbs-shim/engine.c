@@ -85,6 +85,7 @@ static const struct uroce_net_ops net_ops = {
 	.recv = on_recv,
 	.batch_end = on_batch_end,
 	.polling_ended = flush_held,
+	.unreachable = uroce_mad_unreachable,
 };
 
 static pid_t net_pid;         /* the process the endpoint belongs to */

@@ -56,6 +56,29 @@ int uroce_cm_comm_tag(uint32_t *tag)
 	return 0;
 }
 
+static _Atomic(uroce_mad_unreachable_fn) unreachable_fn;
+static void *_Atomic unreachable_arg;
+
+int uroce_mad_set_unreachable_handler(uroce_mad_unreachable_fn fn, void *arg)
+{
+	int err = uroce_engine_start();
+
+	if (err)
+		return err;
+	atomic_store(&unreachable_arg, arg);
+	atomic_store(&unreachable_fn, fn);
+	return 0;
+}
+
+void uroce_mad_unreachable(void *arg, const uint8_t gid[16], int err)
+{
+	uroce_mad_unreachable_fn fn = atomic_load(&unreachable_fn);
+
+	(void)arg;
+	if (fn)
+		fn(atomic_load(&unreachable_arg), gid, err);
+}
+
 bool uroce_mad_received(const struct roce_pkt *pkt, const struct roce_ipudp *ip)
 {
 	uroce_mad_handler fn = atomic_load(&handler);

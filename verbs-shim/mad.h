@@ -63,6 +63,19 @@ UROCE_EXPORT void uroce_cm_conn_state(bool up, const struct uroce_cm_conn *c);
  */
 UROCE_EXPORT int uroce_cm_comm_tag(uint32_t *tag);
 
+typedef void (*uroce_mad_unreachable_fn)(void *arg, const uint8_t gid[16], int err);
+
+/*
+ * Have @fn (NULL: none) called when the network answers a MAD this process sent to @gid with
+ * an ICMP error @err (ECONNREFUSED: no RoCE port open there; fabric/net.h ops->unreachable),
+ * on the engine's progress thread. Starts the engine if it is not running. Returns 0 or the
+ * errno of starting the engine.
+ */
+UROCE_EXPORT int uroce_mad_set_unreachable_handler(uroce_mad_unreachable_fn fn, void *arg);
+
+/* For the engine (engine.c): the net's unreachable callback (@arg unused). */
+void uroce_mad_unreachable(void *arg, const uint8_t gid[16], int err);
+
 /*
  * For the engine (engine.c): a packet to QP 1 came. Hands its MAD to the handler and returns
  * true, or false if there is no handler or the packet is no MAD a GSI accepts.

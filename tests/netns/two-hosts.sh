@@ -14,7 +14,8 @@
 #           rdma_client, rdma_xserver with rdma_xclient: the server's address, no TCP; the
 #           exit statuses say whether it went right, rping -V's every byte), "mckey" (host b receives, host a
 #           sends, in group 239.1.2.3 or ff0e::1:2 joined through rdma_join_multicast_ex),
-#           "unreachable" (rping -c to host b, where nothing runs: UNREACHABLE after ~74 s)
+#           "unreachable" (rping -c to host b, where nothing runs: UNREACHABLE at once on the
+#           ICMP port unreachable; with SILENT=1, b sends no ICMP: after the REQ's ~74 s)
 # Each host's ibv_devices must list its own veth's device and not its peer's.
 # Environment: LOSS=P drops P% of the RoCE packets entering either host (nftables numgen
 # random, an independent check of retransmission: this kernel has no netem) -- all but RC
@@ -24,7 +25,8 @@
 # would; TRAINS=1 leaves the trains whole, so that a drop takes a whole train (burst loss, a
 # message lost whole: only the ACK timeout recovers it). CAPTURE=1 records host b's
 # frames and checks they decode in tshark as RoCE with no malformed frame and that scapy
-# verifies every ICRC; FAULTS=SPEC sets UROCE_FAULTS for both processes.
+# verifies every ICRC; FAULTS=SPEC sets UROCE_FAULTS for both processes; SILENT=1 drops the
+# ICMP errors host b would send.
 set -uo pipefail
 
 run=$1 sanitizer=$2 name=$3 family=$4 check=$5 prog=$6
@@ -95,6 +97,17 @@ table inet uroce_loss {
 NFT
 	done
 fi
+if [[ ${SILENT:-0} == 1 ]]; then
+	# Host b answers nothing: not even the ICMP errors its kernel would send.
+	ip netns exec "$b" nft -f - <<NFT || exit 1
+table inet uroce_silent {
+	chain output {
+		type filter hook output priority 0;
+		meta l4proto { icmp, ipv6-icmp } counter drop
+	}
+}
+NFT
+fi
 
 # Each host sees its own interfaces only.
 for ns in "$a" "$b"; do
@@ -132,18 +145,21 @@ gflag=-g
 [[ $prog == ib_* ]] && gflag=-x
 
 if [[ $check == unreachable ]]; then
-	# Nothing runs on host b: its kernel answers each REQ with an ICMP port unreachable,
-	# which uroce does not act on (yet), so the REQ goes 16 times at its IBTA interval
-	# (2 x packet lifetime + remote CM response timeout: 4.6 s) and then the connection is
-	# UNREACHABLE with -ETIMEDOUT, as the kernel's rdma_cm has it (PROTOCOL.md §4.9).
+	# Nothing runs on host b. Its kernel answers the REQ with ICMP port unreachable: the
+	# connection is UNREACHABLE at once, -ECONNREFUSED (uroce acts on the ICMP error; the
+	# kernel's CM would wait out the REQ's retries). With SILENT=1 no ICMP comes back: the REQ
+	# goes 16 times at its IBTA interval (2 x packet lifetime + remote CM response timeout:
+	# 4.6 s), then UNREACHABLE with -ETIMEDOUT, as the kernel's rdma_cm (PROTOCOL.md §4.9).
+	want="error -111" least=0 most=5
+	[[ ${SILENT:-0} == 1 ]] && want="error -110" least=65 most=100
 	start=$(date +%s)
 	ip netns exec "$a" timeout 110 "$run" "$prog" -c -a "$addr_b" "$@" >"$dir/client.out" 2>&1
 	rc=$? secs=$(($(date +%s) - start))
 	cat "$dir/client.out"
 	echo "the client ended after $secs s (exit $rc)"
-	if ! grep -q "RDMA_CM_EVENT_UNREACHABLE, error -110" "$dir/client.out" || ((rc == 0)) ||
-		((secs < 65 || secs > 100)); then
-		echo "FAIL: no UNREACHABLE (-ETIMEDOUT) after the REQ's retries" >&2
+	if ! grep -q "RDMA_CM_EVENT_UNREACHABLE, $want" "$dir/client.out" || ((rc == 0)) ||
+		((secs < least || secs > most)); then
+		echo "FAIL: no UNREACHABLE ($want) within $least..$most s" >&2
 		exit 1
 	fi
 	exit 0

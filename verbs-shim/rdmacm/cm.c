@@ -46,9 +46,10 @@ struct cma_conn {
 	uint8_t sgid[16], dgid[16];
 	uint32_t my_psn, peer_qpn, peer_psn;
 	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry, path_mtu;
-	uint8_t tos;    /* the path's traffic class: the IP TOS of its MADs and its QP's packets */
-	bool announced; /* the host knows it established (mad.h uroce_cm_conn_state) */
-	bool sidr;      /* UD: a SIDR exchange rather than a connection */
+	uint8_t tos;     /* the path's traffic class: the IP TOS of its MADs and its QP's packets */
+	bool announced;  /* the host knows it established (mad.h uroce_cm_conn_state) */
+	int unreachable; /* the ICMP error that ended its request (on_unreachable), or 0 */
+	bool sidr;       /* UD: a SIDR exchange rather than a connection */
 	uint32_t sidr_id;  /* passive SIDR: the requester's request ID */
 	uint64_t sidr_sid; /* and its service ID */
 	struct cma_conn *next;
@@ -288,8 +289,9 @@ static void deliver(struct cma_conn *c)
 		case CM_EV_TIMEOUT:
 			if (c->id->state == CMA_CONNECTING || c->sidr) {
 				c->id->state = CMA_DISCONNECTED;
-				cma_conn_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, &p,
-					       NULL, 0);
+				cma_conn_event(id, RDMA_CM_EVENT_UNREACHABLE,
+					       c->unreachable ? -c->unreachable : -ETIMEDOUT, NULL,
+					       &p, NULL, 0);
 			} else {
 				cma_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
 			}
@@ -569,6 +571,26 @@ static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 	pthread_mutex_unlock(&cm.lock);
 }
 
+/*
+ * The engine's progress thread: an ICMP error for a MAD sent to @gid. A request waiting there
+ * fails now with that error rather than after its retries (the kernel's CM waits them out).
+ */
+static void on_unreachable(void *arg, const uint8_t gid[16], int err)
+{
+	(void)arg;
+	pthread_mutex_lock(&cm.lock);
+	for (struct cma_conn *c = cm.conns, *after; c; c = after) {
+		after = c->next;
+		if (memcmp(c->dgid, gid, 16) ||
+		    (c->cm.state != CM_REQ_SENT && c->cm.state != CM_SIDR_REQ_SENT))
+			continue;
+		c->unreachable = err;
+		cm_conn_unreachable(&c->cm);
+		settle(c);
+	}
+	pthread_mutex_unlock(&cm.lock);
+}
+
 /* The CM thread: retries, time-outs and time-wait of every connection. */
 static void *cm_thread(void *arg)
 {
@@ -614,6 +636,8 @@ static int start(void)
 	if (cm.started)
 		return 0;
 	err = uroce_mad_set_handler(on_mad, NULL);
+	if (!err)
+		err = uroce_mad_set_unreachable_handler(on_unreachable, NULL);
 	if (!err)
 		err = uroce_cm_comm_tag(&cm.tag);
 	if (err)
