@@ -67,3 +67,10 @@ foreach(_entry IN LISTS _two_hosts)
     set_tests_properties(netns_${_name} PROPERTIES ENVIRONMENT "${_env}")
   endif()
 endforeach()
+
+# Three "hosts" on a bridge, every pair talking at once (netns/three-hosts.sh).
+add_test(NAME netns_three_hosts
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/netns/three-hosts.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          "${UROCE_SANITIZE}")
+set_tests_properties(netns_three_hosts PROPERTIES LABELS "netns;integration" TIMEOUT 120
+                     SKIP_RETURN_CODE 77)

@@ -144,3 +144,11 @@ foreach(_entry "rping|18660" "rping_q|18661" "ucmatose|18662" "rdma_server|18663
   set_tests_properties(rdmacm_${_name} PROPERTIES LABELS "shim;integration" TIMEOUT 120
                        SKIP_RETURN_CODE 77)
 endforeach()
+
+# Threads against the rdma_cm in one process; no Criterion, so that the ThreadSanitizer tree
+# runs it too (label tsan).
+add_executable(cm_stress shim/cm_stress.c)
+target_link_libraries(cm_stress PRIVATE uroce_rdmacm uroce_ibverbs Threads::Threads)
+add_test(NAME shim_cm_stress COMMAND cm_stress 7600)
+set_tests_properties(shim_cm_stress PROPERTIES LABELS "shim;tsan" TIMEOUT 120
+                     ENVIRONMENT UROCE_UDP_PORT=24842)
