@@ -55,7 +55,10 @@ struct uroce_progress {
 	pthread_t thread;
 	int epfd;    /* the watched descriptors (and, for epoll, the receive set nested in it) */
 	int rx_epfd; /* the receive set: the UDP sockets, tagged with their slot index */
-	int evfd;    /* wakes the thread: timers armed earlier, stop, a new socket, a hand-over */
+	/* Direct receive (rx_lock): the slot that last brought datagrams, and whose turn it is. */
+	unsigned int rx_hint, rx_turn;
+	bool rx_hinted;
+	int evfd; /* wakes the thread: timers armed earlier, stop, a new socket, a hand-over */
 	struct direct_rx *direct; /* under rx_lock */
 
 	pthread_mutex_t rx_lock; /* the receive lock (above) */
