@@ -401,13 +401,14 @@ void cm_conn_handle_expiry(struct cm_conn *c, uint64_t now)
 		close_conn(c);
 }
 
-void cm_conn_unreachable(struct cm_conn *c)
+bool cm_conn_unreachable(struct cm_conn *c)
 {
 	if (c->state != CM_REQ_SENT && c->state != CM_SIDR_REQ_SENT)
-		return;
+		return false;
 	c->send_now = false;
 	push_event(c, CM_EV_TIMEOUT, NULL);
 	close_conn(c);
+	return true;
 }
 
 bool cm_conn_event(struct cm_conn *c, struct cm_event *ev)

@@ -130,10 +130,10 @@ int cm_conn_disconnect(struct cm_conn *c, const void *pd, size_t len, uint64_t n
 
 /*
  * Active: the network says the peer cannot be reached (an ICMP error for the REQ or SIDR_REQ):
- * one waiting for its answer fails now, as when out of retries (CM_EV_TIMEOUT). Otherwise
- * nothing happens.
+ * one waiting for its answer fails now, as when out of retries (CM_EV_TIMEOUT), and true is
+ * returned. Otherwise nothing happens: false.
  */
-void cm_conn_unreachable(struct cm_conn *c);
+bool cm_conn_unreachable(struct cm_conn *c);
 
 /* Passive: data arrived on the QP before the RTU (COMM_EST): established, CM_EV_RTU. */
 void cm_conn_established(struct cm_conn *c);

@@ -12,6 +12,11 @@ static uint32_t be32_at(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+static uint64_t be64_at(const uint8_t *p)
+{
+	return (uint64_t)be32_at(p) << 32 | be32_at(p + 4);
+}
+
 bool cm_gsi_accepts(const struct roce_pkt *pkt)
 {
 	return pkt->bth.opcode == (ROCE_TR_UD | ROCE_OP_SEND_ONLY) &&
@@ -22,7 +27,6 @@ struct cm_route cm_route_of(const uint8_t *mad, size_t len)
 {
 	struct cm_route r = {.kind = CM_ROUTE_NONE};
 	const uint8_t *data = mad + CM_MAD_HDR_LEN;
-	struct cm_msg m;
 
 	if (len < CM_MAD_LEN || mad[0] != 1 || mad[1] != CM_MGMT_CLASS || mad[2] != CM_CLASS_VER ||
 	    mad[3] != CM_METHOD_SEND)
@@ -30,12 +34,9 @@ struct cm_route cm_route_of(const uint8_t *mad, size_t len)
 	r.attr_id = (uint16_t)(mad[ATTR_ID_OFF] << 8 | mad[ATTR_ID_OFF + 1]);
 	switch (r.attr_id) {
 	case CM_ATTR_REQ:
-	case CM_ATTR_SIDR_REQ:
-		if (cm_decode(mad, len, &m) != CM_OK)
-			return r;
+	case CM_ATTR_SIDR_REQ: /* Service ID, D8 of both (Tables 99, 118) */
 		r.kind = CM_ROUTE_SERVICE;
-		r.service_id =
-			r.attr_id == CM_ATTR_REQ ? m.u.req.service_id : m.u.sidr_req.service_id;
+		r.service_id = be64_at(data + 8);
 		return r;
 	case CM_ATTR_SIDR_REP: /* Request ID, D0 (Table 119): the requester's comm ID */
 		r.kind = CM_ROUTE_COMM_ID;

@@ -290,7 +290,6 @@ static void mcast_deliver(void *arg, const struct uroce_rx *rx)
 		net->ops->batch_end(net->arg);
 }
 
-/* On the progress thread, before anything is received. */
 /* ICMP errors for CM MADs this process sent (progress thread). */
 static void on_icmp(void *arg)
 {
@@ -303,6 +302,7 @@ static void on_icmp(void *arg)
 			m->net->ops->unreachable(m->net->arg, gid, err);
 }
 
+/* On the progress thread, before anything is received. */
 static int init(void *arg, struct uroce_progress *p)
 {
 	struct uroce_net *net = arg;
@@ -744,18 +744,16 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
 	struct roce_ipudp f = {.tos = tos, .ttl = ttl};
 	uint8_t buf[ROCE_BTH_LEN + ROCE_DETH_LEN + CM_MAD_LEN + ROCE_ICRC_LEN];
 	size_t len = roce_encode(buf, sizeof(buf), &pkt);
-
-	const struct uroce_udp *s;
+	const struct uroce_udp *s = &net->mad[roce_gid_is_v4(sgid) ? V4 : V6].udp;
 	int err;
 
 	memcpy(f.sgid, sgid, 16);
 	memcpy(f.dgid, dgid, 16);
-	s = &net->mad[roce_gid_is_v4(sgid) ? V4 : V6].udp;
 	if (s->fd < 0)
-		return uroce_net_send(net, &f, buf, len);
+		s = NULL; /* no MAD socket: a data socket's */
 	err = send_via(net, s, &f, buf, len);
 	/* The socket's pending ICMP error (another MAD's, queued for on_icmp) failed this one. */
-	return icmp_error(err) ? send_via(net, s, &f, buf, len) : err;
+	return s && icmp_error(err) ? send_via(net, s, &f, buf, len) : err;
 }
 
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s)

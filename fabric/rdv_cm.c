@@ -150,9 +150,8 @@ static int dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service
 
 	switch (op) {
 	case UROCE_SERVICE_BIND:
-		if (!s->port && !pick_port(r, s))
-			return EADDRINUSE;
-		err = taken(r, s, NULL, true);
+		/* A picked port is free already; a given one is checked. */
+		err = !s->port ? (pick_port(r, s) ? 0 : EADDRINUSE) : taken(r, s, NULL, true);
 		return err ? err
 			   : add(&r->dir, &r->ndir, &r->dir_cap,
 				 &(struct rdv_svc){.owner = owner, .svc = *s});

@@ -327,7 +327,6 @@ static void unlink_conn(struct cma_conn *c)
 	}
 }
 
-/* After a connection's MAD or deadline: send, report, and free it once it is done. Locked. */
 /* Tell the host when the connection becomes or stops being established. Locked. */
 static void announce(struct cma_conn *c)
 {
@@ -345,6 +344,7 @@ static void announce(struct cma_conn *c)
 	c->announced = up;
 }
 
+/* After a connection's MAD or deadline: send, report, and free it once it is done. Locked. */
 static void settle(struct cma_conn *c)
 {
 	flush(c);
@@ -381,14 +381,14 @@ static struct cma_id *listener_of(uint64_t sid, const uint8_t dgid[16])
 {
 	for (struct cma_id *l = cm.listeners; l; l = l->next_listener) {
 		struct rdma_cm_id *id = &l->id;
-		uint8_t g[16];
 		static const uint8_t any4[16] = {[10] = 0xff, 0xff}, any6[16];
+		union ibv_gid g = cma_gid(&id->route.addr.src_addr);
 
 		if (cm_service_id((enum cm_port_space)id->ps, port_of(&id->route.addr.src_addr)) !=
 		    sid)
 			continue;
-		memcpy(g, cma_gid(&id->route.addr.src_addr).raw, 16);
-		if (!memcmp(g, any4, 16) || !memcmp(g, any6, 16) || !memcmp(g, dgid, 16))
+		if (!memcmp(g.raw, any4, 16) || !memcmp(g.raw, any6, 16) ||
+		    !memcmp(g.raw, dgid, 16))
 			return l;
 	}
 	return NULL;
@@ -581,12 +581,10 @@ static void on_unreachable(void *arg, const uint8_t gid[16], int err)
 	pthread_mutex_lock(&cm.lock);
 	for (struct cma_conn *c = cm.conns, *after; c; c = after) {
 		after = c->next;
-		if (memcmp(c->dgid, gid, 16) ||
-		    (c->cm.state != CM_REQ_SENT && c->cm.state != CM_SIDR_REQ_SENT))
-			continue;
-		c->unreachable = err;
-		cm_conn_unreachable(&c->cm);
-		settle(c);
+		if (!memcmp(c->dgid, gid, 16) && cm_conn_unreachable(&c->cm)) {
+			c->unreachable = err; /* the status deliver() reports */
+			settle(c);
+		}
 	}
 	pthread_mutex_unlock(&cm.lock);
 }
@@ -905,7 +903,6 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 	return cma_complete(id);
 }
 
-/* 0, or -1 with errno EINVAL (not a connection request or response, or over 148 bytes). */
 /* Reject the request of @id with @reason (a UD id's SIDR_REP says only "rejected"). */
 static int reject(struct rdma_cm_id *id, uint16_t reason, const void *private_data,
 		  uint8_t private_data_len)
