@@ -26,10 +26,16 @@
 /*
  * The hand-over (progress.h): consecutive empty polls of a thread before it asks for the
  * sockets (a thread that polls until empty and then sleeps in a completion channel never gets
- * there), and how long after the last poll the progress thread takes them back.
+ * there; pace_handovers raises the count for programs that poll only briefly), and how long after
+ * the last poll the progress thread takes them back: a window that starts short, so that a thread
+ * which stops polling to wait some other way (ib_write_lat spins on the memory the peer writes) is
+ * not left without receive, and doubles each time the thread finds the polls still going, so that a
+ * steady poller is not interrupted often.
  */
-#define POLLS_BEFORE_HANDOVER 32
-#define POLL_IDLE_NS          1000000u
+#define POLLS_BEFORE_HANDOVER     32u
+#define POLLS_BEFORE_HANDOVER_MAX (32u << 12)
+#define POLL_IDLE_MIN_NS          100000u
+#define POLL_IDLE_MAX_NS          1000000u
 
 struct direct_rx {
 	uint8_t *bufs; /* RX_BATCH buffers of RX_STRIDE bytes */
@@ -261,27 +267,66 @@ static void end_batch(struct uroce_progress *p)
 }
 
 /*
+ * Progress thread, while a polling thread has the sockets: when the polls will have paused for
+ * the idle window, at or before @now if they have. Looking again at the planned time and
+ * finding the polls going doubles the window (POLL_IDLE_MIN_NS .. POLL_IDLE_MAX_NS).
+ */
+static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
+{
+	uint64_t at = atomic_load(&p->last_poll) + p->idle_ns;
+
+	if (at > now && now >= p->idle_check && p->idle_ns < POLL_IDLE_MAX_NS) {
+		p->idle_ns *= 2;
+		at = atomic_load(&p->last_poll) + p->idle_ns;
+	}
+	p->idle_check = at;
+	return at;
+}
+
+/*
+ * Progress thread, taking the sockets back from threads that stopped polling: a hand-over that
+ * lasted less than the longest idle window doubles the empty polls the next one waits for
+ * (up to POLLS_BEFORE_HANDOVER_MAX), a longer one resets them. A program that polls only
+ * briefly between waits of another kind (ib_write_lat: for the send completion, then on
+ * memory) so stops asking, and its peer's packets do not wait out an idle window each.
+ */
+static void pace_handovers(struct uroce_progress *p, uint64_t now)
+{
+	unsigned int polls = atomic_load(&p->handover_polls);
+
+	if (now - p->handed_at >= POLL_IDLE_MAX_NS)
+		polls = POLLS_BEFORE_HANDOVER;
+	else if (polls < POLLS_BEFORE_HANDOVER_MAX)
+		polls *= 2;
+	atomic_store(&p->handover_polls, polls);
+}
+
+/*
  * Under the receive lock: give the sockets to the polling threads that asked for them once the
- * backend has let them go, take them back when no thread has polled for POLL_IDLE_NS. Returns
- * when the thread must look again at the latest: the earliest timer, or the idle limit.
+ * backend has let them go, take them back when the polls pause for the idle window. Returns
+ * when the thread must look again at the latest: the earliest timer, or the idle window's end.
  */
 static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 {
 	uint64_t next = uroce_timers_next(&p->timers);
 
 	if (atomic_load(&p->app_rx)) {
-		uint64_t idle_at = atomic_load(&p->last_poll) + POLL_IDLE_NS;
+		uint64_t idle_at = poll_idle_at(p, now);
 
 		if (now < idle_at)
 			return idle_at < next ? idle_at : next;
 		/* Nobody polls: the backend receives again from its next wait on. */
+		pace_handovers(p, now);
 		atomic_store(&p->want_app, false);
 		atomic_store(&p->app_rx, false);
 		if (p->ops->polling_ended)
 			p->ops->polling_ended(p->arg);
 	} else if (atomic_load(&p->want_app) && p->backend->release(p)) {
 		atomic_store(&p->app_rx, true);
-		return now + POLL_IDLE_NS < next ? now + POLL_IDLE_NS : next;
+		p->idle_ns = POLL_IDLE_MIN_NS;
+		p->handed_at = now;
+		p->idle_check = now + p->idle_ns;
+		return p->idle_check < next ? p->idle_check : next;
 	}
 	return next;
 }
@@ -294,11 +339,14 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 static bool still_quiet(struct uroce_progress *p, uint64_t *deadline)
 {
 	uint64_t now = uroce_now();
-	uint64_t idle_at = atomic_load(&p->last_poll) + POLL_IDLE_NS;
 	uint64_t next = uroce_timers_next(&p->timers);
+	uint64_t idle_at;
 
 	if (atomic_load(&p->stop) || !atomic_load(&p->app_rx) || atomic_load(&p->end_due) ||
-	    next <= now || idle_at <= now)
+	    next <= now)
+		return false;
+	idle_at = poll_idle_at(p, now);
+	if (idle_at <= now)
 		return false;
 	*deadline = idle_at < next ? idle_at : next;
 	return true;
@@ -398,6 +446,7 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	if (!p)
 		return ENOMEM;
 	p->nbufs = buffers;
+	atomic_init(&p->handover_polls, POLLS_BEFORE_HANDOVER);
 	p->ops = ops;
 	p->arg = arg;
 	p->epfd = -1;
@@ -501,7 +550,9 @@ int uroce_progress_poll(struct uroce_progress *p)
 
 	atomic_store_explicit(&p->last_poll, uroce_now(), memory_order_relaxed);
 	if (!atomic_load(&p->app_rx)) {
-		if (++empty_polls >= POLLS_BEFORE_HANDOVER && !atomic_exchange(&p->want_app, true))
+		if (++empty_polls >=
+			    atomic_load_explicit(&p->handover_polls, memory_order_relaxed) &&
+		    !atomic_exchange(&p->want_app, true))
 			wake_thread(p);
 		return -1;
 	}
@@ -517,7 +568,8 @@ int uroce_progress_poll(struct uroce_progress *p)
 	 * The previous poll's batch ends now, not as that poll returned: its completions reached
 	 * the caller before the answers (ACKs) went out, which would have cost a send on the way
 	 * to every completion of a ping-pong. Bounded by the next poll, a hand-back to the
-	 * progress thread (within POLL_IDLE_NS) or a QP's modify or destroy (verbs-shim/engine.c).
+	 * progress thread (after the idle window) or a QP's modify or destroy
+	 * (verbs-shim/engine.c).
 	 */
 	end_batch(p);
 	n = progress_receive_direct(p);

@@ -18,9 +18,11 @@
  * handed the sockets. The progress thread stops receiving on them and sleeps until its timers;
  * the polling thread receives itself, without a wake-up or a second thread per message (on two
  * CPUs shared by two busy-polling processes, a spinning progress thread would be a fifth and
- * sixth busy thread). When no thread has polled for a millisecond, or one is about to sleep
- * (uroce_progress_unpoll), the progress thread takes the sockets back. Callbacks run on one
- * thread at a time whichever receives.
+ * sixth busy thread). When no thread has polled for an idle window (100 us after a hand-over,
+ * doubling up to 1 ms while the polls keep going), or one is about to sleep
+ * (uroce_progress_unpoll), the progress thread takes the sockets back; hand-overs that end that
+ * soon make the next one wait for more empty polls. Callbacks run on one thread at a time
+ * whichever receives.
  */
 #ifndef UROCE_FABRIC_PROGRESS_H
 #define UROCE_FABRIC_PROGRESS_H

@@ -66,7 +66,12 @@ struct uroce_progress {
 	atomic_bool want_app;
 	atomic_bool app_rx;         /* written under rx_lock */
 	_Atomic uint64_t last_poll; /* uroce_now() of the latest uroce_progress_poll() */
-	atomic_bool end_due;        /* a polling thread put off the batch_end callback (rx_lock) */
+	/* Progress thread: how long polls may pause before it takes the sockets back, and when it
+	 * last planned to look (progress.c, poll_idle_at). */
+	uint64_t idle_ns, idle_check;
+	uint64_t handed_at;                  /* progress thread: when it last gave the sockets */
+	_Atomic unsigned int handover_polls; /* empty polls before a thread asks for the sockets */
+	atomic_bool end_due; /* a polling thread put off the batch_end callback (rx_lock) */
 	atomic_bool stop;
 	struct uroce_timers timers;
 	unsigned int nbufs;
