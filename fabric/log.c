@@ -14,6 +14,11 @@ void uroce_log_set_level(enum uroce_log_level level)
 	atomic_store(&log_level, (int)level);
 }
 
+int uroce_log_enabled(enum uroce_log_level level)
+{
+	return (int)level <= atomic_load(&log_level);
+}
+
 void uroce_log(enum uroce_log_level level, const char *fmt, ...)
 {
 	int saved = errno;
@@ -21,7 +26,7 @@ void uroce_log(enum uroce_log_level level, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if ((int)level > atomic_load(&log_level))
+	if (!uroce_log_enabled(level))
 		return;
 	n = snprintf(line, sizeof(line), "uroce[%d]: ", (int)getpid());
 	va_start(ap, fmt);

@@ -15,6 +15,9 @@ enum uroce_log_level {
 /* Print from now on the lines at @level and below. Thread-safe. */
 void uroce_log_set_level(enum uroce_log_level level);
 
+/* True if lines at @level are printed (to skip gathering what such a line would say). */
+int uroce_log_enabled(enum uroce_log_level level);
+
 /* Print one line at @level (a newline is added). Thread-safe; keeps errno. */
 void uroce_log(enum uroce_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

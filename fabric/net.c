@@ -723,6 +723,11 @@ void uroce_net_get_stats(struct uroce_net *net, struct uroce_net_stats *out)
 	uroce_faults_get_stats(net->faults, &out->faults);
 }
 
+const char *uroce_net_capture_path(const struct uroce_net *net)
+{
+	return net->pcap ? net->cfg.pcap_path : NULL;
+}
+
 int uroce_net_is_hub(struct uroce_net *net)
 {
 	return uroce_rdv_is_hub(net->rdv);

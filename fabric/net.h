@@ -215,6 +215,9 @@ struct uroce_net_stats {
 };
 void uroce_net_get_stats(struct uroce_net *net, struct uroce_net_stats *out);
 
+/* The capture file being written (UROCE_PCAP, %p expanded), or NULL when none is. */
+const char *uroce_net_capture_path(const struct uroce_net *net);
+
 /* True while this process is the hub (holds UDP 4791). For tests and diagnostics. */
 int uroce_net_is_hub(struct uroce_net *net);
 

@@ -8,6 +8,11 @@ foreach(_t device mr cq qp xrc port_events fork progress mcast)
   set_tests_properties(test_shim_${_t} PROPERTIES TIMEOUT 60)
 endforeach()
 
+# uroce's public extras (include/uroce/uroce.h).
+uroce_test(test_shim_extras SOURCES test_shim_extras.c LIBS uroce_ibverbs ${CMAKE_DL_LIBS}
+           LABELS shim)
+target_compile_definitions(test_shim_extras PRIVATE UROCE_TEST_VERSION="${PROJECT_VERSION}")
+
 # MADs on QP 1 between processes (the private interface of our two libraries).
 uroce_test(test_shim_mad SOURCES test_shim_mad.c LIBS uroce_ibverbs uroce_cm LABELS shim)
 target_include_directories(test_shim_mad PRIVATE ${IBVERBS_INCLUDE_DIRS})

@@ -20,6 +20,7 @@
 
 #include "fabric/log.h"
 #include "fabric/net.h"
+#include "uroce/uroce.h"
 #include "verbs-shim/async.h"
 #include "verbs-shim/caps.h"
 #include "verbs-shim/cq.h"
@@ -32,6 +33,8 @@
 
 static struct uroce_net *net;
 static int net_err;
+static pid_t net_pid;         /* the process the endpoint belongs to */
+static atomic_bool net_ready; /* net is open and ours (polling threads read it, not net_once) */
 static pthread_once_t net_once = PTHREAD_ONCE_INIT;
 
 /* Packets dropped before reaching a QP, by reason. */
@@ -48,12 +51,64 @@ static struct {
 		rx_out_of_seq;
 } qp_totals;
 
+static void add_qp_counters(struct uroce_qp *qp, void *arg)
+{
+	struct uroce_stats *st = arg;
+
+	pthread_mutex_lock(&qp->lock);
+	st->retransmits += qp->core.counters.retransmits;
+	st->timeouts += qp->core.counters.timeouts;
+	st->seq_naks_sent += qp->core.counters.seq_naks_sent;
+	st->rnr_naks_sent += qp->core.counters.rnr_naks_sent;
+	st->rx_duplicate += qp->core.counters.rx_duplicate;
+	st->rx_out_of_seq += qp->core.counters.rx_out_of_seq;
+	pthread_mutex_unlock(&qp->lock);
+}
+
+void uroce_engine_stats(struct uroce_stats *st)
+{
+	struct uroce_net_stats ns = {0};
+
+	if (atomic_load_explicit(&net_ready, memory_order_acquire))
+		uroce_net_get_stats(net, &ns);
+	*st = (struct uroce_stats){
+		.tx_packets = ns.tx_packets,
+		.rx_packets = ns.rx_packets,
+		.forwarded = ns.forwarded,
+		.rx_malformed = atomic_load(&drops.malformed),
+		.rx_bad_icrc = atomic_load(&drops.bad_icrc),
+		.rx_no_qp = atomic_load(&drops.no_qp),
+		.rx_unsupported = atomic_load(&drops.unsupported),
+		.rx_buffers_lost = ns.rx_buffers_lost,
+		.fault_lost = ns.faults.lost,
+		.fault_duplicated = ns.faults.duplicated,
+		.fault_corrupted = ns.faults.corrupted,
+		.fault_reordered = ns.faults.reordered,
+		.retransmits = atomic_load(&qp_totals.retransmits),
+		.timeouts = atomic_load(&qp_totals.timeouts),
+		.seq_naks_sent = atomic_load(&qp_totals.seq_naks_sent),
+		.rnr_naks_sent = atomic_load(&qp_totals.rnr_naks_sent),
+		.rx_duplicate = atomic_load(&qp_totals.rx_duplicate),
+		.rx_out_of_seq = atomic_load(&qp_totals.rx_out_of_seq),
+	};
+	uroce_qpn_map_for_each(add_qp_counters, st);
+}
+
+const char *uroce_engine_capture_path(void)
+{
+	if (!atomic_load_explicit(&net_ready, memory_order_acquire))
+		return NULL;
+	return uroce_net_capture_path(net);
+}
+
 /* With UROCE_LOG=info, what the process's engine did, when it exits. */
 static void log_totals(void)
 {
-	struct uroce_net_stats st;
+	struct uroce_stats st;
 
-	uroce_net_get_stats(net, &st);
+	if (!uroce_log_enabled(UROCE_LOG_INFO))
+		return;
+	uroce_engine_stats(&st);
 	uroce_log(UROCE_LOG_INFO,
 		  "packets: %llu sent, %llu received (%llu forwarded for other processes); "
 		  "dropped: %llu malformed, %llu bad ICRC, %llu for no QP, %llu unsupported, %llu "
@@ -61,20 +116,14 @@ static void log_totals(void)
 		  "%llu reordered; QPs: %llu retransmissions, %llu timeouts, %llu sequence NAKs "
 		  "and %llu RNR NAKs sent, %llu duplicates and %llu out of sequence received",
 		  (unsigned long long)st.tx_packets, (unsigned long long)st.rx_packets,
-		  (unsigned long long)st.forwarded,
-		  (unsigned long long)atomic_load(&drops.malformed),
-		  (unsigned long long)atomic_load(&drops.bad_icrc),
-		  (unsigned long long)atomic_load(&drops.no_qp),
-		  (unsigned long long)atomic_load(&drops.unsupported),
-		  (unsigned long long)st.rx_buffers_lost, (unsigned long long)st.faults.lost,
-		  (unsigned long long)st.faults.duplicated, (unsigned long long)st.faults.corrupted,
-		  (unsigned long long)st.faults.reordered,
-		  (unsigned long long)atomic_load(&qp_totals.retransmits),
-		  (unsigned long long)atomic_load(&qp_totals.timeouts),
-		  (unsigned long long)atomic_load(&qp_totals.seq_naks_sent),
-		  (unsigned long long)atomic_load(&qp_totals.rnr_naks_sent),
-		  (unsigned long long)atomic_load(&qp_totals.rx_duplicate),
-		  (unsigned long long)atomic_load(&qp_totals.rx_out_of_seq));
+		  (unsigned long long)st.forwarded, (unsigned long long)st.rx_malformed,
+		  (unsigned long long)st.rx_bad_icrc, (unsigned long long)st.rx_no_qp,
+		  (unsigned long long)st.rx_unsupported, (unsigned long long)st.rx_buffers_lost,
+		  (unsigned long long)st.fault_lost, (unsigned long long)st.fault_duplicated,
+		  (unsigned long long)st.fault_corrupted, (unsigned long long)st.fault_reordered,
+		  (unsigned long long)st.retransmits, (unsigned long long)st.timeouts,
+		  (unsigned long long)st.seq_naks_sent, (unsigned long long)st.rnr_naks_sent,
+		  (unsigned long long)st.rx_duplicate, (unsigned long long)st.rx_out_of_seq);
 }
 
 static void on_recv(void *arg, const struct uroce_rx *rx);
@@ -87,9 +136,6 @@ static const struct uroce_net_ops net_ops = {
 	.polling_ended = flush_held,
 	.unreachable = uroce_mad_unreachable,
 };
-
-static pid_t net_pid;         /* the process the endpoint belongs to */
-static atomic_bool net_ready; /* net is open and ours (polling threads read it, not net_once) */
 
 /* In a child of fork(): the parent's endpoint is not ours (getpid() is a system call). */
 static void child_after_fork(void)

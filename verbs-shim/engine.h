@@ -27,6 +27,7 @@
 struct uroce_net;
 
 struct uroce_qp;
+struct uroce_stats;
 
 /*
  * Give a new QP (qp->ctx, qp->sq and qp->sq_sig_all set) its number and transport core, starting
@@ -72,6 +73,12 @@ int uroce_engine_poll(void);
  * takes the IP membership there, the last leave drops it (uroce_net_mcast_join).
  */
 void uroce_engine_mcast(struct uroce_qp *qp, const union ibv_gid *group, bool join);
+
+/* The process's counters (include/uroce/uroce.h); zeros for the endpoint before it starts. */
+void uroce_engine_stats(struct uroce_stats *st);
+
+/* The endpoint's capture file (uroce_net_capture_path), NULL before it starts. */
+const char *uroce_engine_capture_path(void);
 
 /* A CQ was armed for an event: the thread will sleep, the progress thread must receive. */
 void uroce_engine_unpoll(void);

@@ -85,3 +85,12 @@ void uroce_qpn_map_read_unlock(void)
 {
 	pthread_rwlock_unlock(&lock);
 }
+
+void uroce_qpn_map_for_each(void (*fn)(struct uroce_qp *qp, void *arg), void *arg)
+{
+	pthread_rwlock_rdlock(&lock);
+	for (uint32_t i = 0; i < SLOTS; i++)
+		if (slots[i].qpn)
+			fn(slots[i].qp, arg);
+	pthread_rwlock_unlock(&lock);
+}

@@ -23,4 +23,7 @@ void uroce_qpn_map_read_lock(void);
 struct uroce_qp *uroce_qpn_map_find(uint32_t qpn);
 void uroce_qpn_map_read_unlock(void);
 
+/* Call @fn on every QP of the map, under the read lock. */
+void uroce_qpn_map_for_each(void (*fn)(struct uroce_qp *qp, void *arg), void *arg);
+
 #endif
