@@ -763,7 +763,13 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
 
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s)
 {
-	return uroce_rdv_service(net->rdv, op, s);
+	int err = uroce_rdv_service(net->rdv, op, s);
+
+	/* A readiness signal for scripts: an rdma_cm listener is no socket that ss would show. */
+	if (!err && op == UROCE_SERVICE_LISTEN)
+		uroce_log(UROCE_LOG_INFO, "rdma_cm: listening on port %u (port space %#x)", s->port,
+			  s->ps);
+	return err;
 }
 
 void uroce_net_cm_conn(struct uroce_net *net, bool up, const struct uroce_cm_conn *c)

@@ -4,8 +4,9 @@
 # sets $dir (a temporary folder, removed at exit) holding server.out and client.out, and
 # $server_rc and $client_rc. Each test uses its own TCP port and UDP port TCP_PORT + 10000 (the
 # rendezvous is per UDP port), so tests run in parallel. With SERVER_CAPTURE=1 the server
-# records its frames in $dir/server.pcap (UROCE_PCAP). Exits 77 (skipped) for a ThreadSanitizer build, which system programs
-# cannot load.
+# records its frames in $dir/server.pcap (UROCE_PCAP). A perftest server with -R (rdma_cm) is
+# ready when uroce logs its listen (UROCE_LOG=info). Exits 77 (skipped) for a ThreadSanitizer
+# build, which system programs cannot load.
 two_procs() {
 	local run=$1 sanitizer=$2 port=$3 prog=$4 server i
 	shift 4
@@ -16,14 +17,20 @@ two_procs() {
 	dir=$(mktemp -d)
 	trap 'rm -rf "$dir"' EXIT
 	export UROCE_UDP_PORT=$((port + 10000))
-	local capture=()
-	[[ ${SERVER_CAPTURE:-0} == 1 ]] && capture=(env "UROCE_PCAP=$dir/server.pcap")
-	"${capture[@]}" timeout 60 "$run" "$prog" -p "$port" "$@" \
-		>"$dir/server.out" 2>&1 &
+	local senv=(env) rdma_cm=0 a
+	[[ ${SERVER_CAPTURE:-0} == 1 ]] && senv+=("UROCE_PCAP=$dir/server.pcap")
+	for a in "$@"; do [[ $a == -R || $a == --rdma_cm ]] && rdma_cm=1; done
+	# perftest -R listens on an rdma_cm port, no socket ss could see: uroce says so at info.
+	((rdma_cm)) && senv+=("UROCE_LOG=${UROCE_LOG:-info}")
+	"${senv[@]}" timeout 60 "$run" "$prog" -p "$port" "$@" >"$dir/server.out" 2>&1 &
 	server=$!
-	# The server listens on its TCP port once its QP exists.
+	# The server listens on its TCP port (or rdma_cm port) once its QP exists.
 	for ((i = 0; i < 100; i++)); do
-		ss -Hltn "sport = :$port" | grep -q . && break
+		if ((rdma_cm)); then
+			grep -q "rdma_cm: listening on port $port " "$dir/server.out" && break
+		else
+			ss -Hltn "sport = :$port" | grep -q . && break
+		fi
 		sleep 0.05
 	done
 	timeout 60 "$run" "$prog" -p "$port" "$@" 127.0.0.1 >"$dir/client.out" 2>&1

@@ -63,6 +63,7 @@ static struct {
 	uint32_t tag, next_comm_seq; /* comm IDs: cm_comm_id(tag, seq), route.h */
 	uint64_t sleep_until;        /* the CM thread's wake-up (UINT64_MAX: none; 0: awake) */
 	bool started;
+	pid_t pid; /* the process that started the CM thread (a child of fork() has none) */
 	pthread_t thread;
 } cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
@@ -297,7 +298,12 @@ static void deliver(struct cma_conn *c)
 			}
 			break;
 		case CM_EV_DREQ:
-			qp_to_error(id);
+			/*
+			 * The QP stays as it is, as with rdma-core: the kernel's rdma_cm moves
+			 * only QPs it created itself to Error on a DREQ (cma_modify_qp_err); the
+			 * application's rdma_disconnect does it for its own. Done here, on the
+			 * engine's thread, it raced with an application destroying the QP.
+			 */
 			c->id->state = CMA_DISCONNECTED;
 			cma_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
 			break;
@@ -655,6 +661,7 @@ static int start(void)
 	if (!err) {
 		pthread_detach(cm.thread);
 		cm.started = true;
+		cm.pid = getpid();
 	}
 	return err;
 }
@@ -1081,9 +1088,11 @@ UROCE_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id *
 }
 
 /*
- * At exit: a process's disconnects must still reach their peers, which the kernel's CM would
- * go on retrying after the process is gone. Repeat each unanswered DREQ every 20 ms, for at
- * most half a second, until answered.
+ * At exit: the kernel destroys the ids a process leaves behind, so a connection still up sends
+ * its DREQ, and one whose peer's DREQ came answers with a DREP (as cma_conn_forget does for a
+ * destroyed id). The disconnects must still reach the peers, which the kernel's CM would go on
+ * retrying after the process is gone: repeat each unanswered DREQ every 20 ms, for at most
+ * half a second, until answered. A child of fork() leaves its parent's connections alone.
  */
 __attribute__((destructor)) static void finish_disconnects(void)
 {
@@ -1091,7 +1100,16 @@ __attribute__((destructor)) static void finish_disconnects(void)
 	bool waiting = true;
 
 	pthread_mutex_lock(&cm.lock);
-	while (cm.started && waiting && now_ns() < end) {
+	if (!cm.started || cm.pid != getpid()) {
+		pthread_mutex_unlock(&cm.lock);
+		return;
+	}
+	for (struct cma_conn *c = cm.conns; c; c = c->next)
+		if (c->cm.state == CM_ESTABLISHED || c->cm.state == CM_DREQ_RCVD) {
+			cm_conn_disconnect(&c->cm, NULL, 0, now_ns());
+			flush(c);
+		}
+	while (waiting && now_ns() < end) {
 		struct timespec ts = {0, 10000000};
 
 		waiting = false;
