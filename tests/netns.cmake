@@ -45,6 +45,19 @@ set(_two_hosts
   "mcast6|6|bytes|CAPTURE=1|$<TARGET_FILE:mcast_peer> -n 200"
   "mckey|4|mckey|CAPTURE=1|mckey -C 50"
   "mckey6|6|mckey|-|mckey -C 50"
+  "sendlat|4|perftest|-|ib_send_lat -n 300"
+  "writelat|4|perftest|-|ib_write_lat -n 300"
+  "readlat6|6|perftest|-|ib_read_lat -n 300"
+  "atomiclat|4|perftest|-|ib_atomic_lat -n 300"
+  "atomicbw|4|perftest|-|ib_atomic_bw -n 300"
+  "sendbwcm|4|perftest|-|ib_send_bw -n 300 -R"
+  "writebwcm|4|perftest|-|ib_write_bw -n 300 -R"
+  "readbwcm|4|perftest|-|ib_read_bw -n 300 -R"
+  "udsendbwcm|4|perftest|-|ib_send_bw -n 300 -c UD -R"
+  "ucwritebw|4|perftest|-|ib_write_bw -n 300 -c UC"
+  "xrcsendbw|4|perftest|-|ib_send_bw -n 300 -c XRC"
+  "writebwbidir|4|perftest|-|ib_write_bw -n 300 -b"
+  "ucevents|4|bytes|-|ibv_uc_pingpong -n 100 -s 1024 -e -c"
 )
 # UD multicast between the hosts (IP multicast over the veth): netns/mcast_peer.c.
 add_executable(mcast_peer netns/mcast_peer.c)

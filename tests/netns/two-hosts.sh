@@ -186,10 +186,20 @@ else
 	server_args=(-d uroce_vb "$gflag" "$gb" "$@")
 	client_args=(-d uroce_va "$gflag" "$ga" "$@" "$tcp_b")
 fi
-ip netns exec "$b" env "${env[@]}" "${capture[@]}" timeout 90 "$run" "$prog" \
+# perftest -R listens on an rdma_cm port, which uroce reports at info.
+rdma_cm=0
+for arg in "$@"; do [[ $arg == -R ]] && rdma_cm=1; done
+server_env=()
+((rdma_cm)) && server_env=("UROCE_LOG=info")
+ip netns exec "$b" env "${env[@]}" "${server_env[@]}" "${capture[@]}" timeout 90 "$run" "$prog" \
 	"${server_args[@]}" >"$dir/server.out" 2>&1 &
 server=$!
-if [[ $check == rdmacm || $check == mckey ]]; then
+if ((rdma_cm)); then
+	for ((i = 0; i < 100; i++)); do
+		grep -q "rdma_cm: listening on port" "$dir/server.out" && break
+		sleep 0.05
+	done
+elif [[ $check == rdmacm || $check == mckey ]]; then
 	sleep 0.3 # it listens on no TCP port that ss could show
 else
 	for ((i = 0; i < 100; i++)); do
