@@ -444,6 +444,8 @@ int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void
 				   net->cfg.backend);
 	if (err)
 		goto fail;
+	uroce_log(UROCE_LOG_INFO, "engine: %s receive backend%s%s", uroce_progress_backend(p),
+		  net->pcap ? ", capturing to " : "", net->pcap ? net->cfg.pcap_path : "");
 	/* net.h: a first range, so that the process is known to the hub from the start. */
 	err = uroce_rdv_request_block(net->rdv);
 	if (err) {
