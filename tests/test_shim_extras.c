@@ -27,20 +27,6 @@ __attribute__((constructor)) static void set_capture(void)
 	setenv("UROCE_PCAP", "/tmp/uroce-extras-%p.pcap", 1);
 }
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr a = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-		.qp_type = IBV_QPT_RC,
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &a);
-
-	cr_assert(qp, "ibv_create_qp: %s", strerror(errno));
-	return qp;
-}
-
 Test(shim_extras, version_capture_and_stats, .timeout = 30)
 {
 	static char src[4096], dst[4096];
@@ -69,8 +55,9 @@ Test(shim_extras, version_capture_and_stats, .timeout = 30)
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	cr_assert(pd && cq);
-	a = make_qp(pd, cq);
-	b = make_qp(pd, cq);
+	a = lo_rc_qp(pd, cq);
+	b = lo_rc_qp(pd, cq);
+	cr_assert(a && b, "ibv_create_qp: %s", strerror(errno));
 	ms = ibv_reg_mr(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
 	md = ibv_reg_mr(pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	cr_assert(ms && md);

@@ -14,24 +14,12 @@
 
 #include "shim/lo.h"
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr a = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-		.qp_type = IBV_QPT_RC,
-	};
-
-	return ibv_create_qp(pd, &a);
-}
-
 Test(shim_fork, child_exits_and_parent_goes_on, .timeout = 30)
 {
 	struct ibv_context *ctx = open_lo();
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
-	struct ibv_qp *qp = make_qp(pd, cq), *qp2;
+	struct ibv_qp *qp = lo_rc_qp(pd, cq), *qp2;
 	int status;
 	pid_t child;
 
@@ -41,14 +29,14 @@ Test(shim_fork, child_exits_and_parent_goes_on, .timeout = 30)
 	if (child == 0) {
 		errno = 0;
 		/* 2: a QP was created; 3: the error was not ENOTSUP. */
-		if (make_qp(pd, cq))
+		if (lo_rc_qp(pd, cq))
 			_exit(2);
 		exit(errno == ENOTSUP ? 0 : 3); /* exit(), not _exit(): the destructors run */
 	}
 	cr_assert_eq(waitpid(child, &status, 0), child);
 	cr_assert(WIFEXITED(status), "the child did not exit normally");
 	cr_assert_eq(WEXITSTATUS(status), 0, "child status %d", WEXITSTATUS(status));
-	qp2 = make_qp(pd, cq);
+	qp2 = lo_rc_qp(pd, cq);
 	cr_assert_not_null(qp2, "the parent still creates QPs");
 	cr_assert_eq(ibv_destroy_qp(qp2), 0);
 	cr_assert_eq(ibv_destroy_qp(qp), 0);

@@ -64,6 +64,19 @@ static inline struct ibv_ah_attr lo_ah_attr(struct ibv_context *ctx)
 	return ah;
 }
 
+/* An RC QP on @pd with both queues on @cq, four WRs and one SGE each; NULL with errno. */
+static inline struct ibv_qp *lo_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+
+	return ibv_create_qp(pd, &a);
+}
+
 /*
  * Take an RC (or XRC) @qp from RESET to RTS towards QP @dqpn on loopback, granting @access, with
  * the attributes perftest gives (for XRC, the kernel ignores those of the other half). PSNs 0,
