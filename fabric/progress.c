@@ -26,7 +26,8 @@
 /*
  * The hand-over (progress.h): consecutive empty polls of a thread before it asks for the
  * sockets (a thread that polls until empty and then sleeps in a completion channel never gets
- * there; pace_handovers raises the count for programs that poll only briefly), and how long after
+ * there; a pause of POLL_GAP_NS starts the count again, and pace_handovers raises it for
+ * programs that poll only briefly), and how long after
  * the last poll the progress thread takes them back: a window that starts short, so that a thread
  * which stops polling to wait some other way (ib_write_lat spins on the memory the peer writes) is
  * not left without receive, and doubles each time the thread finds the polls still going, so that a
@@ -34,6 +35,7 @@
  */
 #define POLLS_BEFORE_HANDOVER     32u
 #define POLLS_BEFORE_HANDOVER_MAX (32u << 12)
+#define POLL_GAP_NS               20000u /* longer between two polls: not consecutive */
 #define POLL_IDLE_MIN_NS          100000u
 #define POLL_IDLE_MAX_NS          1000000u
 
@@ -50,8 +52,10 @@ struct direct_rx {
 
 /* The progress object whose receive lock this thread holds, if any. */
 static _Thread_local const struct uroce_progress *receiving;
-/* This thread's empty polls since it last slept (uroce_progress_unpoll). */
+/* This thread's consecutive empty polls (reset by uroce_progress_unpoll), and the last one's time.
+ */
 static _Thread_local unsigned int empty_polls;
+static _Thread_local uint64_t last_empty_poll;
 
 static void rx_lock(struct uroce_progress *p)
 {
@@ -315,8 +319,10 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 
 		if (now < idle_at)
 			return idle_at < next ? idle_at : next;
-		/* Nobody polls: the backend receives again from its next wait on. */
-		pace_handovers(p, now);
+		/* Nobody polls: the backend receives again from its next wait on. A thread that
+		 * said it goes to sleep (uroce_progress_unpoll) ended its turn as it should. */
+		if (atomic_load(&p->last_poll))
+			pace_handovers(p, now);
 		atomic_store(&p->want_app, false);
 		atomic_store(&p->app_rx, false);
 		if (p->ops->polling_ended)
@@ -546,10 +552,16 @@ int uroce_progress_add_udp(struct uroce_progress *p, const struct uroce_udp *s)
 
 int uroce_progress_poll(struct uroce_progress *p)
 {
+	uint64_t now = uroce_now();
 	unsigned int n;
 
-	atomic_store_explicit(&p->last_poll, uroce_now(), memory_order_relaxed);
+	atomic_store_explicit(&p->last_poll, now, memory_order_relaxed);
 	if (!atomic_load(&p->app_rx)) {
+		/* Consecutive: a pause (the thread waited some other way) starts the count again.
+		 */
+		if (now - last_empty_poll > POLL_GAP_NS)
+			empty_polls = 0;
+		last_empty_poll = now;
 		if (++empty_polls >=
 			    atomic_load_explicit(&p->handover_polls, memory_order_relaxed) &&
 		    !atomic_exchange(&p->want_app, true))
