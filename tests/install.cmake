@@ -9,4 +9,7 @@ add_test(NAME uroce_run_options
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/uroce-run-options.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
           "${UROCE_SANITIZE}")
 set_tests_properties(install_tree uroce_run_options PROPERTIES LABELS "install;integration"
-                     TIMEOUT 120 SKIP_RETURN_CODE 77 ENVIRONMENT UROCE_UDP_PORT=28724)
+                     SKIP_RETURN_CODE 77 ENVIRONMENT UROCE_UDP_PORT=28724)
+# Both take a few seconds; the limits leave room for a loaded machine and a sanitized build.
+set_tests_properties(install_tree PROPERTIES TIMEOUT 60)
+set_tests_properties(uroce_run_options PROPERTIES TIMEOUT 30)

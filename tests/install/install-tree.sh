@@ -10,7 +10,8 @@ if [[ -n $sanitizer ]]; then
 	echo "install-tree: skipped: a sanitized build's libraries need their runtimes preloaded"
 	exit 77
 fi
-prefix=$(mktemp -d)
+# Under the build tree, so that whatever a killed run leaves behind goes with it.
+prefix=$(mktemp -d "$build/install-tree.XXXXXX")
 trap 'rm -rf "$prefix"' EXIT
 fail() {
 	echo "FAIL: $*" >&2
@@ -22,11 +23,17 @@ pc=$(echo "$prefix"/lib*/pkgconfig/uroce.pc)
 [[ -e $pc ]] || fail "no pkg-config file uroce.pc in $prefix"
 libdir=${pc#"$prefix"/}
 libdir=${libdir%/pkgconfig/uroce.pc} # lib, or lib/x86_64-linux-gnu
-for f in "$libdir/uroce/libibverbs.so.1" "$libdir/uroce/librdmacm.so.1" bin/uroce-run \
-	bin/uroce-config-check include/uroce/uroce.h "$libdir/pkgconfig/uroce.pc" \
-	"$libdir/cmake/uroce/uroceConfig.cmake"; do
+for f in "$libdir/uroce/libibverbs.so.1" "$libdir/uroce/libibverbs.so" \
+	"$libdir/uroce/librdmacm.so.1" "$libdir/uroce/librdmacm.so" bin/uroce-run \
+	bin/uroce-config-check bin/uroce-demo bin/uroce-netbench bin/uroce-cmbench bin/uroce-udpbench \
+	bin/uroce-tcpbench bin/uroce-simrun include/uroce/uroce.h "$libdir/pkgconfig/uroce.pc" \
+	"$libdir/cmake/uroce/uroceConfig.cmake" "$libdir/cmake/uroce/uroceConfigVersion.cmake"; do
 	[[ -e $prefix/$f ]] || fail "$f is not installed"
 done
+# Neither the internal static libraries nor the tests' programs (all of them in the build's bin/,
+# none named uroce-*).
+extra=$(find "$prefix" \( -name '*.a' -o -path "$prefix/bin/*" ! -name 'uroce-*' \) -print)
+[[ -z $extra ]] || fail "installed but internal: $extra"
 if compgen -G "$prefix/$libdir/lib*verbs*" >/dev/null || compgen -G "$prefix/$libdir/librdmacm*" >/dev/null; then
 	fail "a drop-in library is installed in $libdir itself, where it would shadow rdma-core's"
 fi

@@ -4,6 +4,7 @@
 # from the environment), --backend verbs on the system's rdma-core refused without a device,
 # and uroce's options refused with it.
 # Usage: uroce-run-options.sh UROCE_RUN SANITIZER
+# shellcheck disable=SC2016 # the 'sh -c' scripts below expand in the program, not here
 set -uo pipefail
 run=$1
 if [[ ${2:-} == thread ]]; then
@@ -32,6 +33,8 @@ for opt in --pcap --faults --log --engine --backend; do
 done
 expect "unknown option" 2 "unknown option '--bogus'" "$run" --bogus ibv_devices
 expect "missing value" 2 "option '--pcap' needs a value" "$run" --pcap
+expect "a value for an option that takes none" 2 "option '--help' takes no value" \
+	"$run" --help=x ibv_devices
 expect "bad log level, the library's message" 2 'UROCE_LOG="bogus" is not valid' \
 	"$run" --log bogus ibv_devices
 expect "bad faults" 2 'UROCE_FAULTS="loss=2" is not valid' "$run" --faults=loss=2 ibv_devices
@@ -40,6 +43,9 @@ expect "bad backend" 2 "--backend 'hardware': expected soft or verbs" \
 	"$run" --backend hardware ibv_devices
 expect "inherited bad variable" 2 'UROCE_LOG="loud" is not valid' \
 	env UROCE_LOG=loud "$run" ibv_devices
+expect "a bad setting before a missing program" 2 'UROCE_LOG="bogus" is not valid' \
+	"$run" --log bogus no-such-program
+expect "a missing program" 127 'no-such-program: program not found' "$run" no-such-program
 expect "inherited unknown variable" 2 'UROCE_PCAPP is not a uroce variable' \
 	env UROCE_PCAPP=x "$run" ibv_devices
 
@@ -69,13 +75,33 @@ empty=$dir/no-devices
 mkdir -p "$empty"
 expect "verbs without a device" 2 "no RDMA device found" \
 	env UROCE_RUN_SYSFS="$empty" "$run" --backend verbs ibv_devices
-expect "verbs refuses uroce options" 2 "option --pcap applies to uroce only" \
+expect "verbs without a device says what needs none" 2 "The default, --backend soft, needs none" \
+	env UROCE_RUN_SYSFS="$empty" "$run" --backend verbs ibv_devices
+# The same through the kernel's own list, on a machine with no RDMA device.
+if [[ -n $(ls -A /sys/class/infiniband 2>/dev/null) ]]; then
+	echo "uroce-run-options: /sys/class/infiniband lists RDMA devices: its check without one skipped"
+else
+	expect "verbs without a device in /sys/class/infiniband" 2 \
+		"no RDMA device found \(the kernel lists none in /sys/class/infiniband\)" \
+		env -u UROCE_RUN_SYSFS "$run" --backend verbs ibv_devices
+fi
+expect "UROCE_RUN_SYSFS is uroce-run's, not passed on to the library" 0 'uroce_lo' \
+	env UROCE_RUN_SYSFS="$empty" "$run" ibv_devices
+expect "verbs refuses uroce options" 2 "option '--pcap' applies to uroce only" \
 	"$run" --backend verbs --pcap x.pcap ibv_devices
+expect "verbs refuses uroce options before looking for the program" 2 \
+	"option '--pcap' applies to uroce only" "$run" --backend verbs --pcap x.pcap no-such-program
+expect "verbs refuses uroce options given before it" 2 "option '--faults' applies to uroce only" \
+	"$run" --faults=loss=0.1 --engine epoll --backend=verbs ibv_devices
 fake=$dir/one-device
 mkdir -p "$fake/mlx5_0"
 expect "verbs runs the program without uroce's folder" 0 '^system$' \
 	env UROCE_RUN_SYSFS="$fake" "$run" --backend verbs sh -c \
 	'case ":${LD_LIBRARY_PATH:-}:" in *uroce*|*/lib:*) echo uroce;; *) echo system;; esac'
+# An inherited path keeps its other folders, uroce's is taken off (however it is spelt).
+expect "verbs takes uroce's folder off an inherited library path" 0 '^/opt/a:/opt/b$' \
+	env UROCE_RUN_SYSFS="$fake" LD_LIBRARY_PATH="/opt/a:$(dirname "$run")/../lib/:/opt/b" \
+	"$run" --backend verbs sh -c 'echo "$LD_LIBRARY_PATH"'
 
 ((fail == 0)) && echo "uroce-run-options: ok"
 exit $fail
