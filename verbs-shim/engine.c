@@ -45,32 +45,45 @@ static struct {
 	atomic_uint_least64_t unsupported; /* to QP 1 but no MAD, or no CM to take it */
 } drops;
 
-/* The transport counters of the QPs destroyed so far (struct roce_qp_counters), summed. */
-static struct {
-	atomic_uint_least64_t retransmits, timeouts, seq_naks_sent, rnr_naks_sent, rx_duplicate,
-		rx_out_of_seq;
-} qp_totals;
+/* The transport counters of the QPs destroyed so far, summed (under qp_totals_lock). */
+static struct roce_qp_counters qp_totals;
+static pthread_mutex_t qp_totals_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void add_qp_counters(struct uroce_qp *qp, void *arg)
+/* Add the counters @c to @sum, field by field. */
+static void add_qp_counters(struct roce_qp_counters *sum, const struct roce_qp_counters *c)
 {
-	struct uroce_stats *st = arg;
+	sum->rx_state += c->rx_state;
+	sum->rx_transport += c->rx_transport;
+	sum->rx_duplicate += c->rx_duplicate;
+	sum->rx_out_of_seq += c->rx_out_of_seq;
+	sum->rx_qkey += c->rx_qkey;
+	sum->rx_no_recv += c->rx_no_recv;
+	sum->rx_bad_resp += c->rx_bad_resp;
+	sum->rnr_naks_sent += c->rnr_naks_sent;
+	sum->seq_naks_sent += c->seq_naks_sent;
+	sum->retransmits += c->retransmits;
+	sum->timeouts += c->timeouts;
+}
 
+/* uroce_qpn_map_for_each: add a live QP's counters to @arg, a struct roce_qp_counters. */
+static void add_live_qp(struct uroce_qp *qp, void *arg)
+{
 	pthread_mutex_lock(&qp->lock);
-	st->retransmits += qp->core.counters.retransmits;
-	st->timeouts += qp->core.counters.timeouts;
-	st->seq_naks_sent += qp->core.counters.seq_naks_sent;
-	st->rnr_naks_sent += qp->core.counters.rnr_naks_sent;
-	st->rx_duplicate += qp->core.counters.rx_duplicate;
-	st->rx_out_of_seq += qp->core.counters.rx_out_of_seq;
+	add_qp_counters(arg, &qp->core.counters);
 	pthread_mutex_unlock(&qp->lock);
 }
 
 void uroce_engine_stats(struct uroce_stats *st)
 {
 	struct uroce_net_stats ns = {0};
+	struct roce_qp_counters qps;
 
 	if (atomic_load_explicit(&net_ready, memory_order_acquire))
 		uroce_net_get_stats(net, &ns);
+	pthread_mutex_lock(&qp_totals_lock);
+	qps = qp_totals;
+	pthread_mutex_unlock(&qp_totals_lock);
+	uroce_qpn_map_for_each(add_live_qp, &qps);
 	*st = (struct uroce_stats){
 		.tx_packets = ns.tx_packets,
 		.rx_packets = ns.rx_packets,
@@ -84,14 +97,13 @@ void uroce_engine_stats(struct uroce_stats *st)
 		.fault_duplicated = ns.faults.duplicated,
 		.fault_corrupted = ns.faults.corrupted,
 		.fault_reordered = ns.faults.reordered,
-		.retransmits = atomic_load(&qp_totals.retransmits),
-		.timeouts = atomic_load(&qp_totals.timeouts),
-		.seq_naks_sent = atomic_load(&qp_totals.seq_naks_sent),
-		.rnr_naks_sent = atomic_load(&qp_totals.rnr_naks_sent),
-		.rx_duplicate = atomic_load(&qp_totals.rx_duplicate),
-		.rx_out_of_seq = atomic_load(&qp_totals.rx_out_of_seq),
+		.retransmits = qps.retransmits,
+		.timeouts = qps.timeouts,
+		.seq_naks_sent = qps.seq_naks_sent,
+		.rnr_naks_sent = qps.rnr_naks_sent,
+		.rx_duplicate = qps.rx_duplicate,
+		.rx_out_of_seq = qps.rx_out_of_seq,
 	};
-	uroce_qpn_map_for_each(add_qp_counters, st);
 }
 
 const char *uroce_engine_capture_path(void)
@@ -706,12 +718,9 @@ void uroce_qp_destroying(struct uroce_qp *qp)
 	uroce_mcast_detach_all(qp);
 	uroce_qpn_map_remove(qpn); /* waits for a packet being handled */
 	uroce_timer_cancel(net, &qp->timer);
-	atomic_fetch_add(&qp_totals.retransmits, qp->core.counters.retransmits);
-	atomic_fetch_add(&qp_totals.timeouts, qp->core.counters.timeouts);
-	atomic_fetch_add(&qp_totals.seq_naks_sent, qp->core.counters.seq_naks_sent);
-	atomic_fetch_add(&qp_totals.rnr_naks_sent, qp->core.counters.rnr_naks_sent);
-	atomic_fetch_add(&qp_totals.rx_duplicate, qp->core.counters.rx_duplicate);
-	atomic_fetch_add(&qp_totals.rx_out_of_seq, qp->core.counters.rx_out_of_seq);
+	pthread_mutex_lock(&qp_totals_lock);
+	add_qp_counters(&qp_totals, &qp->core.counters);
+	pthread_mutex_unlock(&qp_totals_lock);
 	roce_qp_fini(&qp->core);
 	uroce_net_free_qpn(net, qpn);
 }
