@@ -1088,11 +1088,22 @@ UROCE_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id *
 }
 
 /*
- * At exit: the kernel destroys the ids a process leaves behind, so a connection still up sends
- * its DREQ, and one whose peer's DREQ came answers with a DREP (as cma_conn_forget does for a
- * destroyed id). The disconnects must still reach the peers, which the kernel's CM would go on
- * retrying after the process is gone: repeat each unanswered DREQ every 20 ms, for at most
- * half a second, until answered. A child of fork() leaves its parent's connections alone.
+ * A connection whose id goes away (destroyed, or left behind at exit) disconnects, as Linux does:
+ * a DREQ if it is up, the DREP to the peer's DREQ if one came. Locked. True if a MAD is due.
+ */
+static bool disconnect_abandoned(struct cma_conn *c)
+{
+	if (c->cm.state != CM_ESTABLISHED && c->cm.state != CM_DREQ_RCVD)
+		return false;
+	cm_conn_disconnect(&c->cm, NULL, 0, now_ns());
+	return true;
+}
+
+/*
+ * At exit: the kernel destroys the ids a process leaves behind, so their connections disconnect
+ * (disconnect_abandoned). The disconnects must still reach the peers, which the kernel's CM
+ * would go on retrying after the process is gone: repeat each unanswered DREQ every 20 ms, for
+ * at most half a second, until answered. A child of fork() leaves its parent's connections alone.
  */
 __attribute__((destructor)) static void finish_disconnects(void)
 {
@@ -1105,10 +1116,8 @@ __attribute__((destructor)) static void finish_disconnects(void)
 		return;
 	}
 	for (struct cma_conn *c = cm.conns; c; c = c->next)
-		if (c->cm.state == CM_ESTABLISHED || c->cm.state == CM_DREQ_RCVD) {
-			cm_conn_disconnect(&c->cm, NULL, 0, now_ns());
+		if (disconnect_abandoned(c))
 			flush(c);
-		}
 	while (waiting && now_ns() < end) {
 		struct timespec ts = {0, 10000000};
 
@@ -1139,9 +1148,7 @@ void cma_conn_forget(struct cma_id *id)
 	if (id->conn) {
 		struct cma_conn *c = id->conn;
 
-		/* Linux: a connected id destroyed disconnects; one in time-wait finishes it. */
-		if (c->cm.state == CM_ESTABLISHED || c->cm.state == CM_DREQ_RCVD)
-			cm_conn_disconnect(&c->cm, NULL, 0, now_ns());
+		disconnect_abandoned(c);
 		c->id = NULL;
 		id->conn = NULL;
 		settle(c);
