@@ -31,6 +31,7 @@ set -uo pipefail
 
 run=$1 sanitizer=$2 name=$3 family=$4 check=$5 prog=$6
 source "$(dirname "$0")/../shim/rping-race.sh"
+source "$(dirname "$0")/../shim/rdma-cm-ready.sh"
 shift 6
 if [[ $sanitizer == thread ]]; then
 	echo "two-hosts: skipped: system programs cannot load a ThreadSanitizer build of uroce"
@@ -186,19 +187,13 @@ else
 	server_args=(-d uroce_vb "$gflag" "$gb" "$@")
 	client_args=(-d uroce_va "$gflag" "$ga" "$@" "$tcp_b")
 fi
-# perftest -R listens on an rdma_cm port, which uroce reports at info.
-rdma_cm=0
-for arg in "$@"; do [[ $arg == -R ]] && rdma_cm=1; done
-server_env=()
-((rdma_cm)) && server_env=("UROCE_LOG=info")
+rdma_cm=0 server_env=()
+uses_rdma_cm "$@" && rdma_cm=1 && server_env=("UROCE_LOG=info")
 ip netns exec "$b" env "${env[@]}" "${server_env[@]}" "${capture[@]}" timeout 90 "$run" "$prog" \
 	"${server_args[@]}" >"$dir/server.out" 2>&1 &
 server=$!
 if ((rdma_cm)); then
-	for ((i = 0; i < 100; i++)); do
-		grep -q "rdma_cm: listening on port" "$dir/server.out" && break
-		sleep 0.05
-	done
+	wait_rdma_cm_listen "$dir/server.out"
 elif [[ $check == rdmacm || $check == mckey ]]; then
 	sleep 0.3 # it listens on no TCP port that ss could show
 else

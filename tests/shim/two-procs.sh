@@ -7,6 +7,8 @@
 # records its frames in $dir/server.pcap (UROCE_PCAP). A perftest server with -R (rdma_cm) is
 # ready when uroce logs its listen (UROCE_LOG=info). Exits 77 (skipped) for a ThreadSanitizer
 # build, which system programs cannot load.
+. "$(dirname "${BASH_SOURCE[0]}")/rdma-cm-ready.sh"
+
 two_procs() {
 	local run=$1 sanitizer=$2 port=$3 prog=$4 server i
 	shift 4
@@ -17,22 +19,20 @@ two_procs() {
 	dir=$(mktemp -d)
 	trap 'rm -rf "$dir"' EXIT
 	export UROCE_UDP_PORT=$((port + 10000))
-	local senv=(env) rdma_cm=0 a
+	local senv=(env) rdma_cm=0
 	[[ ${SERVER_CAPTURE:-0} == 1 ]] && senv+=("UROCE_PCAP=$dir/server.pcap")
-	for a in "$@"; do [[ $a == -R || $a == --rdma_cm ]] && rdma_cm=1; done
-	# perftest -R listens on an rdma_cm port, no socket ss could see: uroce says so at info.
-	((rdma_cm)) && senv+=("UROCE_LOG=${UROCE_LOG:-info}")
+	uses_rdma_cm "$@" && rdma_cm=1 && senv+=("UROCE_LOG=${UROCE_LOG:-info}")
 	"${senv[@]}" timeout 60 "$run" "$prog" -p "$port" "$@" >"$dir/server.out" 2>&1 &
 	server=$!
 	# The server listens on its TCP port (or rdma_cm port) once its QP exists.
-	for ((i = 0; i < 100; i++)); do
-		if ((rdma_cm)); then
-			grep -q "rdma_cm: listening on port $port " "$dir/server.out" && break
-		else
+	if ((rdma_cm)); then
+		wait_rdma_cm_listen "$dir/server.out" "$port "
+	else
+		for ((i = 0; i < 100; i++)); do
 			ss -Hltn "sport = :$port" | grep -q . && break
-		fi
-		sleep 0.05
-	done
+			sleep 0.05
+		done
+	fi
 	timeout 60 "$run" "$prog" -p "$port" "$@" 127.0.0.1 >"$dir/client.out" 2>&1
 	client_rc=$?
 	wait $server
