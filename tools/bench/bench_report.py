@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: MIT
+"""uroce-bench's report: the Markdown tables, the CSV of every run and the SVG plots.
+
+A result is (section, x, system, repetition, metric, value): section is latency, bandwidth,
+bidirectional or connect; x the message size or the connection count; system uroce,
+hardware, udp or tcp.
+"""
+import csv
+import ctypes
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+NAMES = {"uroce": "uroce", "hardware": "hardware", "udp": "UDP", "tcp": "TCP"}
+COLOURS = {"uroce": "#d62728", "hardware": "#1f77b4", "udp": "#2ca02c", "tcp": "#9467bd"}
+UNITS = {"latency": "us", "bandwidth": "Gb/s", "rate": "Mmsg/s", "connect": "us"}
+
+# The report's tables: (title, section, metric, fixed x or None, x heading, lower is better,
+# what it measures).
+TABLES = [
+    ("Latency", "latency", "latency", None, "size", True,
+     "One-way latency of a ping-pong, median of the runs (us; lower is better). uroce and "
+     "hardware: `ib_send_lat -s SIZE` (t_typical); UDP and TCP: `uroce-sockbench udp|tcp "
+     "latency --size SIZE` (both sides busy polling, TCP_NODELAY)."),
+    ("Bandwidth, one way", "bandwidth", "bandwidth", None, "size", False,
+     "Gb/s (higher is better). uroce and hardware: `ib_write_bw -s SIZE --report_gbits` (BW "
+     "average); UDP and TCP: `uroce-sockbench udp|tcp stream --size SIZE` (UDP: messages "
+     "above 4 KiB as GSO segments of 4 KiB received with GRO, small ones in sendmmsg "
+     "batches)."),
+    ("Bandwidth, both ways at once", "bidirectional", "bandwidth", None, "size", False,
+     "Gb/s, both directions together (higher is better). uroce and hardware: `ib_write_bw "
+     "-b`; UDP and TCP: `uroce-sockbench ... stream --bidir` (each process sends from a "
+     "thread while it receives)."),
+    ("Message rate, 64 B", "bandwidth", "rate", 64, "size", False,
+     "Millions of messages per second, one way (higher is better): the 64 B runs of the "
+     "one-way bandwidth table (TCP: one send call per message, Nagle coalescing)."),
+    ("Connection setup", "connect", "connect", None, "connections", True,
+     "Microseconds per connection, N connections started at once until all are established "
+     "(lower is better). uroce and hardware: Debian's `cmtime -c N` (its `connect` step); "
+     "TCP: `uroce-sockbench tcp connect --count N` (N non-blocking connects until the server "
+     "accepted all). UDP has no connections."),
+]
+
+
+def progress(msg):
+    """One progress line on stderr, rewritten in place on a terminal; None ends it."""
+    tty = sys.stderr.isatty()
+    if msg is None:
+        if tty:
+            sys.stderr.write("\n")
+    elif tty:
+        sys.stderr.write("\r\033[K" + msg)
+    else:
+        sys.stderr.write(f"uroce-bench: {msg}\n")
+    sys.stderr.flush()
+
+
+def size_name(x):
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if x >= div and x % div == 0:
+            return f"{x // div} {unit}"
+    return f"{x} B"
+
+
+def machine(bin_dir):
+    """What the report says about the machine and the software measured."""
+    info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem = next(int(line.split()[1]) for line in open("/proc/meminfo")
+                   if line.startswith("MemTotal"))
+        info["memory"] = f"{mem / (1 << 20):.1f} GiB"
+    except (OSError, StopIteration):
+        pass
+    info["cpu"] = f"{os.cpu_count()} x {cpu}"
+    info["kernel"] = f"{platform.system()} {platform.release()}"
+    try:
+        info["os"] = "Debian " + open("/etc/debian_version").read().strip()
+    except OSError:
+        pass
+    try:
+        lib = ctypes.CDLL(os.path.join(bin_dir, "..", "lib", "libibverbs.so.1"))
+        lib.uroce_version.restype = ctypes.c_char_p
+        info["uroce"] = lib.uroce_version().decode()
+    except (OSError, AttributeError):
+        info["uroce"] = "unknown (its library did not load here)"
+    try:
+        q = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version}, ", "perftest",
+                            "rdmacm-utils", "rdma-core"], capture_output=True, text=True)
+        info["packages"] = q.stdout.strip(", ")
+    except OSError:
+        pass
+    return info
+
+
+def values(results, section, metric, x, system):
+    return [v for (s, xx, sy, _, m, v) in results
+            if s == section and m == metric and xx == x and sy == system and v is not None]
+
+
+def fmt(v):
+    """Three significant digits, never in exponent notation."""
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def cell(vs):
+    if not vs:
+        return "failed"
+    med = statistics.median(vs)
+    if len(vs) == 1:
+        return fmt(med)
+    return f"{fmt(med)} ({fmt(min(vs))}-{fmt(max(vs))})"
+
+
+def table(results, systems, spec):
+    title, section, metric, fixed, xname, lower, what = spec
+    xs = sorted({x for (s, x, _, _, m, _) in results if s == section and m == metric})
+    if fixed is not None:
+        xs = [x for x in xs if x == fixed]
+    if not xs:
+        return []
+    here = [sy for sy in systems if not (sy == "udp" and section == "connect")]
+    ratios = [("uroce", b) for b in ("udp", "tcp", "hardware") if b in here]
+    head = [xname] + [NAMES[sy] for sy in here] + [f"uroce / {NAMES[b]}" for _, b in ratios]
+    out = [f"## {title}", "", what, "", "| " + " | ".join(head) + " |",
+           "|" + "---|" * len(head)]
+    for x in xs:
+        row = [size_name(x) if xname == "size" else f"{x:,}"]
+        row += [cell(values(results, section, metric, x, sy)) for sy in here]
+        for u, b in ratios:
+            vu, vb = values(results, section, metric, x, u), values(results, section, metric,
+                                                                     x, b)
+            row.append(f"{statistics.median(vu) / statistics.median(vb):.2f}x"
+                       if vu and vb and statistics.median(vb) else "-")
+        out.append("| " + " | ".join(row) + " |")
+    return out + [""]
+
+
+def write(out_dir, results, systems, info, failures):
+    """Write report.md, results.csv, latency.svg and bandwidth.svg into @out_dir."""
+    with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["section", "x", "system", "repetition", "metric", "value", "unit"])
+        for (s, x, sy, rep, m, v) in results:
+            w.writerow([s, x, sy, rep, m, "" if v is None else v, UNITS.get(m, "")])
+    plot_latency(out_dir, results, systems)
+    plot_bandwidth(out_dir, results, systems)
+    md = ["# uroce-bench report", "",
+          "Medians of the repetitions, the spread (min-max) in brackets; each repetition ran "
+          "every workload on every system in turn. Ratios are of the medians.", ""]
+    md += [f"- **{k}**: {v}" for k, v in info.items()] + [""]
+    for spec in TABLES:
+        md += table(results, systems, spec)
+    md += ["## Plots", "", "![latency](latency.svg)", "", "![bandwidth](bandwidth.svg)", ""]
+    if failures:
+        md += ["## Runs that gave no figure", ""] + [f"- `{f}`" for f in failures] + [""]
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write("\n".join(md))
+
+
+# --- SVG plots -----------------------------------------------------------------------------
+
+W, H, L, R, T, B = 720, 420, 70, 150, 40, 50
+
+
+def svg_plot(path, title, ylabel, series, logy):
+    """A line plot over message size (log scale) of @series: [(name, colour, dashed, pts)]."""
+    pts = [p for (_, _, _, ps) in series for p in ps if p[1] > 0]
+    if not pts:
+        pts = [(2, 1), (4, 2)]
+    xs = [math.log2(x) for x, _ in pts]
+    x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+    ymax = max(y for _, y in pts)
+    if logy:
+        y0 = math.floor(math.log10(min(y for _, y in pts)))
+        y1 = max(math.ceil(math.log10(ymax)), y0 + 1)
+        ticks = [m * 10 ** e for e in range(y0, y1 + 1) for m in (1, 2, 5)
+                 if 10 ** y0 <= m * 10 ** e <= 10 ** y1]
+    else:
+        step = 10 ** math.floor(math.log10(ymax / 5)) if ymax > 0 else 1
+        step *= next((m for m in (1, 2, 5, 10) if ymax / (step * m) <= 6), 10)
+        ticks = [i * step for i in range(int(ymax / step) + 2)]
+        y0, y1 = 0, ticks[-1]
+
+    def px(x):
+        return L + (math.log2(x) - x0) / (x1 - x0) * (W - L - R)
+
+    def py(y):
+        f = ((math.log10(y) - y0) / (y1 - y0)) if logy else (y - y0) / (y1 - y0)
+        return H - B - f * (H - T - B)
+
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+         f'font-family="sans-serif" font-size="12">',
+         f'<rect width="{W}" height="{H}" fill="white"/>',
+         f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="15">{title}</text>',
+         f'<text x="16" y="{H / 2}" transform="rotate(-90 16 {H / 2})" '
+         f'text-anchor="middle">{ylabel}</text>',
+         f'<text x="{(L + W - R) / 2}" y="{H - 12}" text-anchor="middle">message size</text>']
+    for t in ticks:
+        y = py(t)
+        o.append(f'<line x1="{L}" x2="{W - R}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        o.append(f'<text x="{L - 6}" y="{y + 4:.1f}" text-anchor="end">{t:g}</text>')
+    for e in range(math.floor(x1), math.ceil(x0) - 1, -2):  # the largest size labelled
+        x = px(2 ** e)
+        o.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{T}" y2="{H - B}" stroke="#eee"/>')
+        o.append(f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle">'
+                 f'{size_name(2 ** e).replace(" ", "")}</text>')
+    o.append(f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="none" '
+             f'stroke="#444"/>')
+    for i, (name, colour, dashed, ps) in enumerate(series):
+        ps = [(x, y) for x, y in ps if y > 0]
+        dash = ' stroke-dasharray="6 4"' if dashed else ""
+        if ps:
+            line = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in ps)
+            o.append(f'<polyline points="{line}" fill="none" stroke="{colour}" '
+                     f'stroke-width="2"{dash}/>')
+            o += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"/>'
+                  for x, y in ps]
+        ly = T + 14 + 18 * i
+        o.append(f'<line x1="{W - R + 12}" x2="{W - R + 36}" y1="{ly - 4}" y2="{ly - 4}" '
+                 f'stroke="{colour}" stroke-width="2"{dash}/>')
+        o.append(f'<text x="{W - R + 42}" y="{ly}">{name}</text>')
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+
+
+def medians(results, section, metric, system):
+    xs = sorted({x for (s, x, sy, _, m, _) in results
+                 if s == section and m == metric and sy == system})
+    return [(x, statistics.median(values(results, section, metric, x, system)))
+            for x in xs if values(results, section, metric, x, system)]
+
+
+def plot_latency(out_dir, results, systems):
+    series = [(NAMES[sy], COLOURS[sy], False, medians(results, "latency", "latency", sy))
+              for sy in systems]
+    svg_plot(os.path.join(out_dir, "latency.svg"), "One-way latency (median)", "us",
+             series, True)
+
+
+def plot_bandwidth(out_dir, results, systems):
+    series = []
+    for section, label, dashed in (("bandwidth", "", False), ("bidirectional", ", both ways",
+                                                              True)):
+        series += [(NAMES[sy] + label, COLOURS[sy], dashed,
+                    medians(results, section, "bandwidth", sy)) for sy in systems]
+    svg_plot(os.path.join(out_dir, "bandwidth.svg"), "Bandwidth (median)", "Gb/s", series,
+             False)

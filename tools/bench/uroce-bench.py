@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""uroce-bench: how uroce compares, on this machine, to the RDMA hardware it has and to the
+kernel's UDP and TCP paths, in one run.
+
+usage: uroce-bench [--quick] [--reps N] [--out DIR] [--sections LIST]
+                   [--hw-device DEV --hw-gid N --hw-addr IP] [--udp-port N] [--tcp-port N]
+
+Workloads (between two processes on one host):
+  latency     2 B .. 64 KiB ping-pong, median one-way latency (us)
+  bandwidth   64 B .. 1 MiB, one way and both ways at once (Gb/s)
+  rate        64-byte message rate, one way (millions of messages per second)
+  connect     1, 100 and 1,000 connections set up at once (us per connection)
+Systems:
+  uroce       unmodified perftest (ib_send_lat, ib_write_bw) and cmtime through uroce-run
+  hardware    the same programs on the system's rdma-core (uroce-run --backend verbs), when
+              /sys/class/infiniband lists a device with a RoCE v2 IPv4 GID (or --hw-*);
+              skipped with a line saying why otherwise
+  UDP, TCP    the same workloads over the kernel's sockets (uroce-sockbench)
+Every repetition runs each workload once on every system, one after the other, so that a
+noisy machine's drift hits all alike; the report gives medians with their spread.
+
+Writes DIR/report.md (Markdown, ratios to the baselines), DIR/results.csv (every run),
+DIR/latency.svg and DIR/bandwidth.svg. Exits 0 when every run gave a figure, 1 when some
+failed (the report says which), 2 on a bad option.
+
+Options:
+  --quick          a one-minute run: fewer sizes and connection counts, one repetition
+  --reps N         repetitions (default 3)
+  --out DIR        where the report goes (default: uroce-bench-report)
+  --sections LIST  a comma-separated subset of latency,bandwidth,rate,connect
+  --hw-device DEV, --hw-gid N, --hw-addr IP
+                   the RDMA device, its GID index and its IPv4 address for the hardware runs
+                   (default: the first device with a RoCE v2 IPv4 GID)
+  --udp-port N     uroce's RoCE UDP port (UROCE_UDP_PORT; default 28990)
+  --tcp-port N     the TCP port of perftest's and cmtime's exchange (default 18990)
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+BIN = os.path.dirname(os.path.realpath(__file__))
+for d in (BIN, os.path.join(BIN, "..", "share", "uroce")):
+    if os.path.exists(os.path.join(d, "bench_report.py")):
+        sys.path.insert(0, d)
+        break
+import bench_report  # noqa: E402
+
+PROG = "uroce-bench"
+SECTIONS = ("latency", "bandwidth", "rate", "connect")
+SYSFS = "/sys/class/infiniband"
+RUN_TIMEOUT = 120
+
+
+def die(msg, code=2):
+    print(f"{PROG}: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def positive(name):
+    def parse(s):
+        try:
+            v = int(s)
+        except ValueError:
+            v = 0
+        if not 1 <= v <= 65535:
+            raise argparse.ArgumentTypeError(f"{name}: '{s}' is not a number in 1..65535")
+        return v
+    return parse
+
+
+def options():
+    p = argparse.ArgumentParser(prog=PROG, add_help=False)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--reps", type=positive("--reps"))
+    p.add_argument("--out", default="uroce-bench-report")
+    p.add_argument("--sections", default=",".join(SECTIONS))
+    p.add_argument("--hw-device")
+    p.add_argument("--hw-gid", type=int)
+    p.add_argument("--hw-addr")
+    p.add_argument("--udp-port", type=positive("--udp-port"), default=28990)
+    p.add_argument("--tcp-port", type=positive("--tcp-port"), default=18990)
+    p.add_argument("-h", "--help", action="store_true")
+    try:
+        a = p.parse_args()
+    except SystemExit:
+        die("bad option (see --help)")
+    if a.help:
+        print(__doc__.strip())
+        sys.exit(0)
+    a.sections = [s for s in a.sections.split(",") if s]
+    for s in a.sections:
+        if s not in SECTIONS:
+            die(f"--sections: unknown section '{s}' (one of {','.join(SECTIONS)})")
+    if a.reps is None:
+        a.reps = 1 if a.quick else 3
+    return a
+
+
+def plan(quick):
+    """The sizes and counts of each workload, and the effort per run."""
+    if quick:
+        return dict(lat_sizes=[2, 4096], bw_sizes=[4096, 65536], bidir_sizes=[65536],
+                    conns=[1, 100], lat_iters=2000, bw_bytes=128 << 20, seconds=0.5)
+    return dict(lat_sizes=[2, 64, 1024, 4096, 16384, 65536],
+                bw_sizes=[64, 1024, 4096, 65536, 1 << 20], bidir_sizes=[4096, 65536, 1 << 20],
+                conns=[1, 100, 1000], lat_iters=20000, bw_bytes=2 << 30, seconds=2)
+
+
+# --- the hardware path ---------------------------------------------------------------------
+
+def find_hardware(a):
+    """(device, gid index, IPv4 address) for the hardware runs, or a string saying why not."""
+    devs = sorted(os.listdir(SYSFS)) if os.path.isdir(SYSFS) else []
+    if not devs:
+        return f"skipped: no RDMA device ({SYSFS} is empty or missing)"
+    if a.hw_device and a.hw_gid is not None and a.hw_addr:
+        return (a.hw_device, a.hw_gid, a.hw_addr)
+    for dev in ([a.hw_device] if a.hw_device else devs):
+        port = os.path.join(SYSFS, dev, "ports", "1")
+        for i in range(256):
+            try:
+                kind = open(os.path.join(port, "gid_attrs", "types", str(i))).read().strip()
+                gid = open(os.path.join(port, "gids", str(i))).read().strip()
+            except OSError:
+                continue
+            if kind == "RoCE v2" and gid.startswith("0000:0000:0000:0000:0000:ffff:"):
+                h = gid.replace(":", "")[-8:]
+                ip = ".".join(str(int(h[k:k + 2], 16)) for k in range(0, 8, 2))
+                return (dev, i, a.hw_addr or ip)
+    return ("skipped: no device with a RoCE v2 IPv4 GID (give --hw-device, --hw-gid and "
+            "--hw-addr)")
+
+
+# --- running the programs ------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, a, hw):
+        self.a = a
+        self.hw = hw if isinstance(hw, tuple) else None
+        self.env = dict(os.environ, UROCE_UDP_PORT=str(a.udp_port))
+        self.last = ""  # the last command run, for a failure's report
+
+    def rdma(self, system, prog_args):
+        """(server command, client command) of an RDMA program on a system."""
+        run = os.path.join(BIN, "uroce-run")
+        if system == "uroce":
+            base, dev, addr = [run], ["-d", "uroce_lo", "-x", "0"], "127.0.0.1"
+        else:
+            d, gid, addr = self.hw
+            base, dev = [run, "--backend", "verbs"], ["-d", d, "-x", str(gid)]
+        port = ["-p", str(self.a.tcp_port)]
+        if prog_args[0] == "cmtime":
+            srv = base + prog_args[:1] + port + (["-b", addr] if system != "uroce" else [])
+            return srv, base + prog_args + port + ["-s", addr]
+        return base + prog_args + dev + port, base + prog_args + dev + port + [addr]
+
+    def listening(self):
+        """Whether something listens on the exchange port (perftest's TCP, or ready cmtime)."""
+        want = f":{self.a.tcp_port:04X} "
+        for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                for line in open(f).readlines()[1:]:
+                    cols = line.split()
+                    if cols[1].endswith(want.strip()) and cols[3] == "0A":
+                        return True
+            except OSError:
+                pass
+        return False
+
+    def pair(self, system, prog_args, ready):
+        """Run server and client; the client's output, or None (a failure is recorded)."""
+        srv_cmd, cli_cmd = self.rdma(system, prog_args)
+        self.last = " ".join(cli_cmd)
+        env = dict(self.env)
+        if system == "uroce" and ready == "log":
+            env["UROCE_LOG"] = "info"
+        server = subprocess.Popen(srv_cmd, env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        if ready == "log" and system == "uroce":
+            # uroce says when an rdma_cm id listens: "rdma_cm: listening on port N ..."
+            while time.monotonic() < deadline:
+                line = server.stderr.readline()
+                if not line or f"listening on port {self.a.tcp_port} " in line:
+                    break
+        elif ready == "log":
+            time.sleep(0.5)  # a hardware cmtime server says nothing when it listens
+        else:
+            while not self.listening() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        try:
+            cli = subprocess.run(cli_cmd, env=self.env, capture_output=True, text=True,
+                                 timeout=RUN_TIMEOUT)
+            out, ok = cli.stdout, cli.returncode == 0
+        except subprocess.TimeoutExpired:
+            out, ok = "", False
+        if prog_args[0] == "cmtime":
+            server.send_signal(2)  # cmtime's server runs until interrupted
+        try:
+            server.communicate(timeout=RUN_TIMEOUT if ok else 5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.communicate()
+            ok = False
+        return out if ok else None
+
+    def sock(self, args):
+        cmd = [os.path.join(BIN, "uroce-sockbench")] + args
+        self.last = " ".join(cmd)
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+            if r.returncode == 0:
+                return r.stdout.split()
+        except subprocess.TimeoutExpired:
+            pass
+        return None
+
+
+def perftest_row(out):
+    """The result row of a perftest client's output (the line after the '#bytes' header)."""
+    lines = (out or "").splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("#bytes") and i + 1 < len(lines):
+            cols = lines[i + 1].split()
+            if cols and cols[0].isdigit():
+                return cols
+    return None
+
+
+def number(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+# --- the workloads: each returns {metric: value} for one run on one system -----------------
+
+def latency(r, p, system, size):
+    if system in ("udp", "tcp"):
+        out = r.sock([system, "latency", "--size", str(size), "--count", str(p["lat_iters"])])
+        return {"latency": number(out[1])} if out else {}
+    row = perftest_row(r.pair(system, ["ib_send_lat", "-s", str(size), "-n",
+                                       str(p["lat_iters"])], "tcp"))
+    return {"latency": number(row[4])} if row else {}  # t_typical: the median
+
+
+def bandwidth(r, p, system, size, bidir):
+    if system in ("udp", "tcp"):
+        out = r.sock([system, "stream", "--size", str(size), "--seconds", str(p["seconds"])]
+                     + (["--bidir"] if bidir else []))
+        return {"bandwidth": number(out[1]), "rate": number(out[3])} if out else {}
+    iters = max(1000, min(200000, p["bw_bytes"] // size))
+    args = ["ib_write_bw", "-s", str(size), "-n", str(iters), "--report_gbits"]
+    row = perftest_row(r.pair(system, args + (["-b"] if bidir else []), "tcp"))
+    # BW average [Gb/s] and MsgRate [Mpps]
+    return {"bandwidth": number(row[3]), "rate": number(row[4])} if row else {}
+
+
+def connect(r, p, system, count):
+    if system == "tcp":
+        out = r.sock(["tcp", "connect", "--count", str(count)])
+        return {"connect": number(out[1])} if out else {}
+    out = r.pair(system, ["cmtime", "-c", str(count)], "log")
+    for line in (out or "").splitlines():
+        cols = line.split()
+        if cols and cols[0] == "connect":
+            return {"connect": number(cols[-1])}  # us / conn
+    return {}
+
+
+def workloads(a, p):
+    """(section, size or count, function) for every measurement point, in run order."""
+    w = []
+    if "latency" in a.sections:
+        w += [("latency", s, lambda r, sy, s=s: latency(r, p, sy, s)) for s in p["lat_sizes"]]
+    bw = "bandwidth" in a.sections
+    if bw or "rate" in a.sections:
+        sizes = sorted(set((p["bw_sizes"] if bw else []) + ([64] if "rate" in a.sections
+                                                            else [])))
+        w += [("bandwidth", s, lambda r, sy, s=s: bandwidth(r, p, sy, s, False))
+              for s in sizes]
+    if bw:
+        w += [("bidirectional", s, lambda r, sy, s=s: bandwidth(r, p, sy, s, True))
+              for s in p["bidir_sizes"]]
+    if "connect" in a.sections:
+        w += [("connect", c, lambda r, sy, c=c: connect(r, p, sy, c)) for c in p["conns"]]
+    return w
+
+
+def main():
+    a = options()
+    p = plan(a.quick)
+    missing = [t for t in ("ib_send_lat", "ib_write_bw", "cmtime") if not shutil.which(t)]
+    if missing:
+        die(f"{', '.join(missing)} missing (Debian: perftest, rdmacm-utils)", 1)
+    hw = find_hardware(a)
+    systems = ["uroce"] + (["hardware"] if isinstance(hw, tuple) else []) + ["udp", "tcp"]
+    r = Runner(a, hw)
+    if not isinstance(hw, tuple):
+        print(f"{PROG}: hardware: {hw}", file=sys.stderr)
+    w = workloads(a, p)
+    # UDP has no connections.
+    runs = [(section, x, fn, [sy for sy in systems if not (section == "connect" and
+                                                           sy == "udp")])
+            for section, x, fn in w]
+    total = sum(len(on) for *_, on in runs) * a.reps
+    results = []  # (section, x, system, rep, metric, value)
+    done = 0
+    failures = []
+    started = time.monotonic()
+    for rep in range(1, a.reps + 1):
+        for section, x, fn, here in runs:
+            # Rotate the systems' order each repetition, so that none always runs first.
+            order = here[rep % len(here):] + here[:rep % len(here)]
+            for system in order:
+                done += 1
+                bench_report.progress(f"[{done}/{total}] {section} {x} {system} "
+                                      f"(repetition {rep} of {a.reps})")
+                got = fn(r, system)
+                for metric, value in got.items():
+                    results.append((section, x, system, rep, metric, value))
+                if not got or any(v is None for v in got.values()):
+                    failures.append(f"{section} {x} on {system} (repetition {rep}): {r.last}")
+    bench_report.progress(None)
+    os.makedirs(a.out, exist_ok=True)
+    info = bench_report.machine(BIN)
+    info["hardware"] = f"{hw[0]} (GID {hw[1]}, {hw[2]})" if isinstance(hw, tuple) else hw
+    info["run"] = (f"{' '.join(sys.argv)}: {a.reps} repetition(s), "
+                   f"{time.monotonic() - started:.0f} s")
+    bench_report.write(a.out, results, systems, info, failures)
+    print(f"{PROG}: report in {os.path.join(a.out, 'report.md')}")
+    if failures:
+        print(f"{PROG}: {len(failures)} run(s) gave no figure, first: {failures[0]}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
