@@ -213,6 +213,7 @@ struct roce_qp {
 		uint8_t ack_syndrome;
 		uint32_t ack_psn;
 		uint64_t ack_deadline; /* delayed ACK without AckReq (0: send at once) */
+		uint8_t ack_trailed;   /* requester packets written while a plain ACK waited */
 		/* Accepted READ/atomics: slots, oldest unanswered, next free (counters). */
 		struct roce_resp_res *res;
 		uint32_t res_slots; /* max_dest_rd_atomic */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tests/sim/pair.h"
+#include "transport/qp_int.h"
 
 static struct sim_pair p;
 
@@ -409,4 +410,58 @@ Test(sim_rc, window_follows_receiver_budget)
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "status %d", wc.status);
 	cr_assert_eq(memcmp(p.abuf, p.bbuf, 200 * 256), 0);
 	cr_assert(seen_ack && max_out > 0 && max_out <= 20, "%u PSNs out", max_out);
+}
+
+/* b's packets from the instant a's ACK and SEND reach it together, in order. */
+static uint8_t b_ops[8];
+static unsigned int b_nops;
+enum { WIRE_NS = 10000 };
+
+static bool record_b(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	(void)arg;
+	if (from == p.b && p.s->now >= 2 * WIRE_NS + ROCE_ACK_DELAY_NS && b_nops < sizeof(b_ops))
+		b_ops[b_nops++] = pkt->bth.opcode;
+	return true;
+}
+
+/*
+ * a's SEND is held so that it reaches b with a's ACK of b's first packets (which a sends
+ * ROCE_ACK_DELAY_NS after they arrived: none asked for an ACK).
+ */
+static uint64_t hold_a_send(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	(void)arg;
+	return from == p.a && pkt->bth.opcode == ROCE_OP_SEND_ONLY ? WIRE_NS + ROCE_ACK_DELAY_NS
+								   : 0;
+}
+
+/*
+ * A plain ACK due while the requester has packets ready goes after them (trails_ack in
+ * transport/qp.c), so that it ends their UDP GSO run: b's WRITE, window-blocked until a's ACK
+ * arrives, and b's ACK of a's SEND that arrives with it, leave as WRITE_LAST then ACK.
+ */
+Test(sim_rc, plain_ack_trails_the_requesters_packets)
+{
+	struct sim_wire_cfg w = {.delay_ns = WIRE_NS};
+	struct sim_conn c = sim_conn_default();
+
+	c.mtu = IBV_MTU_256;
+	sim_pair_init(&p, IBV_QPT_RC, &c, &w, 1, 17 * 256);
+	p.s->batch = true;
+	roce_qp_set_window_bytes(&p.b->core, 1); /* ROCE_WINDOW_MIN: 16 packets */
+	p.s->filter = record_b;
+	p.s->hold = hold_a_send;
+	cr_assert_eq(sim_recv(p.b, 7, p.bbuf, 64, p.bkey), 0);
+	cr_assert_eq(sim_send(p.b, 1, IBV_WR_RDMA_WRITE, p.bbuf, 17 * 256, p.bkey,
+			      (uintptr_t)p.abuf, p.akey, IBV_SEND_SIGNALED),
+		     0);
+	cr_assert_eq(sim_send(p.a, 2, IBV_WR_SEND, p.abuf, 8, p.akey, 0, 0, IBV_SEND_SIGNALED), 0);
+	cr_assert_eq(sim_run(p.s, UINT64_MAX), SIM_IDLE, "%s", p.s->fail);
+	cr_assert_geq(b_nops, 2, "b sent %u packets after a's ACK", b_nops);
+	cr_assert_eq(b_ops[0], ROCE_OP_WRITE_LAST, "first 0x%02x", b_ops[0]);
+	cr_assert_eq(b_ops[1], ROCE_OP_ACK, "then 0x%02x", b_ops[1]);
+	cr_assert_eq(sim_expect_wc(p.b_scq).status, IBV_WC_SUCCESS);
+	cr_assert_eq(sim_expect_wc(p.b_rcq).status, IBV_WC_SUCCESS);
+	cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_SUCCESS);
 }
