@@ -25,8 +25,8 @@ libdir=${pc#"$prefix"/}
 libdir=${libdir%/pkgconfig/uroce.pc} # lib, or lib/x86_64-linux-gnu
 for f in "$libdir/uroce/libibverbs.so.1" "$libdir/uroce/libibverbs.so" \
 	"$libdir/uroce/librdmacm.so.1" "$libdir/uroce/librdmacm.so" bin/uroce-run \
-	bin/uroce-config-check bin/uroce-demo bin/uroce-netbench bin/uroce-cmbench bin/uroce-udpbench \
-	bin/uroce-tcpbench bin/uroce-simrun include/uroce/uroce.h "$libdir/pkgconfig/uroce.pc" \
+	bin/uroce-config-check bin/uroce-demo bin/uroce-bench bin/uroce-sockbench \
+	share/uroce/bench_report.py bin/uroce-simrun include/uroce/uroce.h "$libdir/pkgconfig/uroce.pc" \
 	"$libdir/cmake/uroce/uroceConfig.cmake" "$libdir/cmake/uroce/uroceConfigVersion.cmake"; do
 	[[ -e $prefix/$f ]] || fail "$f is not installed"
 done
@@ -40,6 +40,8 @@ fi
 
 out=$("$prefix/bin/uroce-run" ibv_devices) || fail "installed uroce-run ibv_devices: $out"
 grep -Eq '^[[:space:]]+uroce_lo[[:space:]]' <<<"$out" || fail "installed uroce-run: $out"
+# The installed uroce-bench finds its report module in share/uroce.
+out=$("$prefix/bin/uroce-bench" --help) || fail "installed uroce-bench --help: $out"
 
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 # shellcheck disable=SC2046
