@@ -34,7 +34,10 @@ static int parse_port(const char *value, void *field)
 	return 0;
 }
 
-/* A path with every "%p" replaced by the process id. */
+/*
+ * A path with every "%p" replaced by the process id. "-" (standard output, to a tool's user) is
+ * refused: the program owns its standard output; uroce-run --pcap - streams it instead.
+ */
 static int parse_path_pid(const char *value, void *field)
 {
 	char pid[16];
@@ -42,7 +45,7 @@ static int parse_path_pid(const char *value, void *field)
 	char *out;
 	const char *s;
 
-	if (!*value)
+	if (!*value || !strcmp(value, "-"))
 		return EINVAL;
 	pid_len = (size_t)snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	for (s = value; *s; s++)
@@ -112,7 +115,8 @@ static const struct config_var vars[] = {
 	{"UROCE_UDP_PORT", parse_port, offsetof(struct uroce_config, udp_port),
 	 "a UDP port number, 1..65535"},
 	{"UROCE_PCAP", parse_path_pid, offsetof(struct uroce_config, pcap_path),
-	 "a file name (%p becomes the process id)"},
+	 "a file name (%p becomes the process id) or a FIFO; not \"-\": the program owns its "
+	 "standard output, uroce-run --pcap - PROGRAM streams the capture there"},
 	{"UROCE_LOG", parse_log_level, offsetof(struct uroce_config, log_level),
 	 "error, info or debug"},
 	{"UROCE_BACKEND", parse_backend, offsetof(struct uroce_config, backend),

@@ -123,6 +123,21 @@ Test(config, pcap_path_gets_the_pid)
 	cr_assert(strstr(stderr_end(), "UROCE_PCAP=\"\" is not valid"));
 }
 
+/* "-" would be a file named "-": refused, pointing at uroce-run's stream to standard output. */
+Test(config, pcap_dash_is_refused)
+{
+	struct uroce_config cfg;
+	const char *err;
+
+	setenv("UROCE_PCAP", "-", 1);
+	stderr_begin();
+	cr_assert_eq(uroce_config_load(&cfg), EINVAL);
+	err = stderr_end();
+	cr_assert(strstr(err, "UROCE_PCAP=\"-\" is not valid"), "%s", err);
+	cr_assert(strstr(err, "uroce-run --pcap - PROGRAM"), "%s", err);
+	cr_assert_null(cfg.pcap_path);
+}
+
 Test(config, log_level)
 {
 	struct uroce_config cfg;
