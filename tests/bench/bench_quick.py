@@ -6,7 +6,8 @@ usage: bench_quick.py BIN_DIR SANITIZER UDP_PORT TCP_PORT
 Runs the quick matrix into a temporary folder and checks: exit 0; report.md has each section
 with a row per size or count and a ratio column; results.csv has a positive figure for every
 workload on uroce, UDP (no connections) and TCP, latencies under a second and connections
-that completed; both SVG plots parse as XML and draw a line per system. Exits 77 (skipped)
+that completed; both SVG plots parse as XML and draw a line per system; on a machine without
+an RDMA device, the report says the hardware runs were skipped. Exits 77 (skipped)
 for a ThreadSanitizer build, which perftest cannot load.
 """
 import csv
@@ -40,6 +41,10 @@ def main():
     if r.returncode != 0:
         fail(f"uroce-bench exited {r.returncode}")
     report = open(os.path.join(out, "report.md")).read()
+    sysfs = "/sys/class/infiniband"
+    if not (os.path.isdir(sysfs) and os.listdir(sysfs)) and \
+            "- **hardware**: skipped: no RDMA device" not in report:
+        fail("no RDMA device here, and the report does not say the hardware runs were skipped")
     for title, (_, xs) in SECTIONS.items():
         if f"## {title}\n" not in report:
             fail(f"report.md has no section '{title}'")

@@ -34,6 +34,8 @@ Options:
                    (default: the first device with a RoCE v2 IPv4 GID)
   --udp-port N     uroce's RoCE UDP port (UROCE_UDP_PORT; default 28990)
   --tcp-port N     the TCP port of perftest's and cmtime's exchange (default 18990)
+
+UROCE_BENCH_SYSFS=DIR looks for devices in DIR instead of /sys/class/infiniband (for tests).
 """
 import argparse
 import os
@@ -51,7 +53,8 @@ import bench_report  # noqa: E402
 
 PROG = "uroce-bench"
 SECTIONS = ("latency", "bandwidth", "rate", "connect")
-SYSFS = "/sys/class/infiniband"
+# Where the kernel lists RDMA devices; UROCE_BENCH_SYSFS names another folder (for tests).
+SYSFS = os.environ.pop("UROCE_BENCH_SYSFS", "/sys/class/infiniband")
 RUN_TIMEOUT = 120
 
 
@@ -190,7 +193,8 @@ class Runner:
         elif ready == "log":
             time.sleep(0.5)  # a hardware cmtime server says nothing when it listens
         else:
-            while not self.listening() and time.monotonic() < deadline:
+            while (not self.listening() and server.poll() is None and
+                   time.monotonic() < deadline):
                 time.sleep(0.02)
         try:
             cli = subprocess.run(cli_cmd, env=self.env, capture_output=True, text=True,
