@@ -147,7 +147,6 @@ static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_
 	atomic_fetch_add(&net->tx_packets, 1);
 }
 
-/* Send a finished frame and record it. */
 /*
  * The UDP port a datagram to @g leaves for: the RoCE port, or, for a QP of a process of this
  * host reached from the very address it is sent from, that process's own socket, past the hub

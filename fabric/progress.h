@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The progress thread (ARCHITECTURE.md "The data path"): the only receiver. Two backends
+ * The progress thread (ARCHITECTURE.md "The data path"): the receiver, unless a thread busy
+ * polling a CQ has been handed the sockets (below). Two backends
  * (progress_int.h), chosen at start:
  * - io_uring (created on the thread, so IORING_SETUP_SINGLE_ISSUER and DEFER_TASKRUN are legal
  *   where the kernel has them): a multishot recvmsg on each UDP socket, taking buffers from one

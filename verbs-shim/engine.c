@@ -80,10 +80,11 @@ void uroce_engine_stats(struct uroce_stats *st)
 
 	if (atomic_load_explicit(&net_ready, memory_order_acquire))
 		uroce_net_get_stats(net, &ns);
+	/* Under the lock a QP being destroyed is counted once: in the map or in the totals. */
 	pthread_mutex_lock(&qp_totals_lock);
 	qps = qp_totals;
-	pthread_mutex_unlock(&qp_totals_lock);
 	uroce_qpn_map_for_each(add_live_qp, &qps);
+	pthread_mutex_unlock(&qp_totals_lock);
 	*st = (struct uroce_stats){
 		.tx_packets = ns.tx_packets,
 		.rx_packets = ns.rx_packets,
@@ -716,9 +717,11 @@ void uroce_qp_destroying(struct uroce_qp *qp)
 
 	uroce_qp_kick(qp); /* as in uroce_qp_modified */
 	uroce_mcast_detach_all(qp);
+	/* From the map to the totals in one step for uroce_get_stats (packet handlers and
+	 * timers do not take qp_totals_lock). */
+	pthread_mutex_lock(&qp_totals_lock);
 	uroce_qpn_map_remove(qpn); /* waits for a packet being handled */
 	uroce_timer_cancel(net, &qp->timer);
-	pthread_mutex_lock(&qp_totals_lock);
 	add_qp_counters(&qp_totals, &qp->core.counters);
 	pthread_mutex_unlock(&qp_totals_lock);
 	roce_qp_fini(&qp->core);

@@ -4,9 +4,10 @@
  * application holds is the uroce object (ABI.md §2.2, §2.3): contexts are struct verbs_context,
  * QPs struct ibv_qp_ex, CQs struct ibv_cq_ex.
  *
- * Locks, outermost first (ARCHITECTURE.md "Locks"): device registry, device, QP (or SRQ),
- * CQ, event queue, then the rdma-core mutex of an object (ibv_cq.mutex, ibv_qp.mutex, ...),
- * which only counts reported and acknowledged events, as in rdma-core.
+ * Locks, outermost first (ARCHITECTURE.md "Locks"): device registry, QP (or SRQ), CQ, event
+ * queue, then the rdma-core mutex of an object (ibv_cq.mutex, ibv_qp.mutex, ...), which only
+ * counts reported and acknowledged events, as in rdma-core. A device's lock is a leaf: taken
+ * inside a QP's lock for each packet's path (path_of), it never has another inside it.
  */
 #ifndef UROCE_VERBS_SHIM_OBJECTS_H
 #define UROCE_VERBS_SHIM_OBJECTS_H

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A process-wide index table: QP numbers and memory keys are indexes into one (the data path
- * finds a QP by its number and an MR by its key). Indexes are handed out round-robin, so a
- * freed index is not reused at once (a late packet for a destroyed QP finds nothing).
+ * A process-wide index table: QP handles, SRQ numbers and memory keys are indexes into one
+ * (the data path finds an MR by its key and an SRQ by its number; QPs are found by number
+ * through qpn_map.h). Indexes are handed out round-robin, so a freed index is not reused at
+ * once (a late packet for a destroyed object finds nothing).
  */
 #ifndef UROCE_VERBS_SHIM_TABLE_H
 #define UROCE_VERBS_SHIM_TABLE_H

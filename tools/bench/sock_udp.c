@@ -2,7 +2,7 @@
 /*
  * uroce-sockbench over UDP: connected sockets with large buffers; a message above SOCK_SEG
  * bytes leaves as UDP GSO segments and arrives coalesced (UDP GRO), and small messages are
- * streamed in sendmmsg batches -- the kernel's fastest UDP paths, which uroce's trains use too.
+ * streamed in sendmmsg batches: the kernel's fastest UDP paths (uroce's trains are GSO sends).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -4,11 +4,11 @@
  * objects: an event channel is a queue of events with an eventfd that applications poll; an id
  * wraps struct rdma_cm_id, whose layout is rdma-core's (rdma/rdma_cma.h).
  *
- * Built so far: event channels (blocking and non-blocking), ids of every port space, device
- * lists, event strings, binding, address and route resolution, rdma_getaddrinfo, the verbs
- * objects of an id (QP, SRQ, default PD and CQs, rdma_create_ep), and RC connections over the
- * IB CM (cm.c). UD (SIDR), multicast, ECE and rsockets return ENOSYS with a message naming the
- * call (issue "Connection manager").
+ * Event channels (blocking and non-blocking), ids of every port space, device lists, event
+ * strings, binding, address and route resolution, rdma_getaddrinfo, the verbs objects of an id
+ * (QP, SRQ, default PD and CQs, rdma_create_ep), RC connections over the IB CM (cm.c), UD
+ * through SIDR, multicast joins and ECE. rsockets return ENOSYS with a message naming the call
+ * (docs/UNSUPPORTED.md).
  */
 #ifndef UROCE_VERBS_SHIM_RDMACM_CMA_H
 #define UROCE_VERBS_SHIM_RDMACM_CMA_H
