@@ -3,8 +3,9 @@
 # standard output, into tshark -i -, with rping's own output on standard error (so that the
 # stream stays a capture); rping's handshake and traffic, no malformed frame (common.sh). Then
 # uroce-run's side of it: the exit status is the program's, nothing but the capture reaches
-# standard output, the private FIFO is removed, and UROCE_PCAP=- itself is refused by the
-# library with a message pointing at uroce-run --pcap -.
+# standard output, the private FIFO is removed, the program reads uroce-run's standard input
+# and ends with it on SIGTERM, and UROCE_PCAP=- itself is refused by the library with a
+# message pointing at uroce-run --pcap -.
 #   stdout.sh UROCE_RUN SANITIZER TCP_PORT UDP_PORT
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
@@ -40,6 +41,23 @@ rc=$?
 [[ ! -s $dir/stdout.bin ]] || fail "uroce-run --pcap - wrote other than the capture to standard output"
 grep -qx text "$dir/stderr.out" || fail "the program's output is not on standard error"
 [[ -z $(ls -A "$dir/tmp") ]] || fail "uroce-run --pcap - left $(ls -A "$dir/tmp") in TMPDIR"
+# The program reads uroce-run's standard input (a background job's would be /dev/null).
+got=$("$run" --pcap - sh -c 'read -r x; echo "$x" >&2' <<<hello 2>&1 >/dev/null)
+[[ $got == hello ]] || fail "the program did not read uroce-run's standard input (got '$got')"
+# A signal to uroce-run ends the program too, and uroce-run exits as it did (143: SIGTERM).
+"$run" --pcap - sleep 30 >/dev/null 2>&1 &
+wrapper=$!
+live_pids+=("$wrapper")
+for ((i = 0; i < 100; i++)); do
+	prog=$(pgrep -P "$wrapper" -x sleep) && break
+	sleep 0.05
+done
+[[ -n $prog ]] || fail "uroce-run --pcap - did not start the program"
+kill -TERM "$wrapper"
+wait "$wrapper"
+rc=$?
+((rc == 143)) || fail "uroce-run --pcap - exited $rc after SIGTERM (want 143, the program's)"
+! kill -0 "$prog" 2>/dev/null || fail "the program outlived uroce-run's SIGTERM"
 # An inherited UROCE_PCAP=- is the library's to refuse, naming uroce-run's option.
 UROCE_PCAP=- "$run" true 2>"$dir/dash.err"
 rc=$?
@@ -48,4 +66,4 @@ if ((rc != 2)) || ! grep -q 'UROCE_PCAP="-" is not valid.*uroce-run --pcap -' "$
 fi
 # The option wins over an inherited setting.
 UROCE_PCAP=- "$run" --pcap - true >/dev/null || fail "uroce-run --pcap - with UROCE_PCAP=- inherited"
-echo "live: uroce-run --pcap -: the program's status and output kept apart, FIFO removed"
+echo "live: uroce-run --pcap -: the program's status, output, input and signals kept, FIFO removed"
