@@ -123,10 +123,12 @@ def check_ud_sidr(path, fs):
 
 def check_rnr_nak(path, fs):
     rnr = [f for f in fs if f.op == ACK and aeth_class(f) == AETH_RNR]
-    need(len(rnr) == 1, path, f"{len(rnr)} RNR NAKs, expected one")
+    need(rnr and len({f.psn for f in rnr}) == 1, path, "no RNR NAK, or RNR NAKs at two PSNs")
+    # One RNR NAK, unless the server was held up past the RNR timer: each one, a retry.
     psn = rnr[0].psn
     sends = [f for f in fs if f.op == SEND_ONLY and f.psn == psn]
-    need(len(sends) == 2, path, f"the SEND of PSN {psn} was captured {len(sends)} times, not 2")
+    need(len(sends) == len(rnr) + 1, path,
+         f"the SEND of PSN {psn} was captured {len(sends)} times for {len(rnr)} RNR NAKs")
     need(any(f.op == ACK and aeth_class(f) == AETH_ACK and f.psn == psn for f in fs), path,
          "the retried SEND was not ACKed")
 

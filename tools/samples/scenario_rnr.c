@@ -3,8 +3,9 @@
  * Scenario "rnr" (scenarios.h): a SEND meets a responder with no receive posted. The server
  * brings its own QP up with an RNR timer of its choosing (rdma_init_qp_attr, as rping -q does)
  * and posts its receive only once the QP has sent an RNR NAK (uroce's statistics tell), so the
- * capture holds exactly one: the client's SEND, the RNR NAK with the timer, and the same SEND
- * (same PSN) again after the timer, now ACKed (PROTOCOL.md §3.4).
+ * capture holds one (another only if the server is held up past the timer): the client's SEND,
+ * the RNR NAK with the timer, and the same SEND (same PSN) again after the timer, now ACKed
+ * (PROTOCOL.md §3.4).
  */
 #include <string.h>
 #include <time.h>
