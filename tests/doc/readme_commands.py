@@ -134,6 +134,7 @@ class Runner:
         self.prefix = os.path.join(work, "prefix")
         self.env = dict(os.environ)
         self.failures = 0
+        self.started = time.monotonic()  # of the last command run, for its time in the report
 
     def paths(self, text):
         """Rule 2: the README's paths made the tree under test's, the source's, temporary."""
@@ -169,6 +170,7 @@ class Runner:
         argv = ["bash", "--noprofile", "--norc"] + (["-eo", "pipefail"] if ci else []) + [
             "-c", script]
         out = open(log, "w")
+        self.started = time.monotonic()
         proc = subprocess.Popen(argv, cwd=self.work, env=self.env, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -181,7 +183,7 @@ class Runner:
             proc.wait()
             return f"still running after {RUN_TIMEOUT} s"
 
-    def report(self, where, text, result, log, ran=None):
+    def report(self, where, text, result, log, ran=None, started=None):
         output = open(log, errors="replace").read()
         own = [l for l in output.splitlines() if not l.startswith("uroce[")]  # UROCE_LOG lines
         if result == 255 and own and own[-1] == "rdma_get_cm_event: Bad file descriptor":
@@ -191,7 +193,8 @@ class Runner:
         if ran and ran != text:
             shown += "\n     ran as: " + ran.replace("\n", "\n     ")
         if result == 0:
-            print(f"ok   {where}: {shown}")
+            took = time.monotonic() - (started or self.started)
+            print(f"ok   {where} ({took:.1f} s): {shown}")
             return
         self.failures += 1
         print(f"FAIL {where}: {shown}\n     exit {result}; its output:", file=sys.stderr)
@@ -263,20 +266,21 @@ def run_all(runner, cmds):
             ports = listening_ports()
             # uroce says when its rdma_cm listens (rule 3).
             proc = runner.shell("export UROCE_LOG=info\n" + script, log, background=True)
-            background.append((where, text, proc, log, script))
+            background.append((where, text, proc, log, script, runner.started))
             err = wait_ready(runner, text, proc, log, ports)
             if err:
                 runner.report(where, text, f"a background command {err}", log, script)
             continue
         runner.report(where, text, runner.shell(script, log, ci=kind == "yaml"), log, script)
-        for bwhere, btext, proc, blog, bscript in background:
+        for bwhere, btext, proc, blog, bscript, bstarted in background:
             try:
                 result = proc.wait(BACKGROUND_EXIT)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 result = f"still running {BACKGROUND_EXIT} s after the next line"
-            runner.report(bwhere, btext + "   (in the background)", result, blog, bscript + "&")
+            runner.report(bwhere, btext + "   (in the background)", result, blog, bscript + "&",
+                          bstarted)
         background = []
     for text in NOT_RUN:
         if text not in listed:
