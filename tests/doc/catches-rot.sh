@@ -21,7 +21,7 @@ check() { # check WHAT REGEX
 	echo "FAIL: the doc test exited $rc on a rotten README (want 1)" >&2
 	fail=1
 }
-check "run the command that works" '^ok +README.md:4: true$'
+check "run the command that works" '^ok +README.md:4 \([0-9.]+ s\): true$'
 check "name the failing line" '^FAIL README.md:5: false$'
 check "report a stale NOT_RUN entry" "NOT_RUN lists './scripts/test.sh', which the README no longer has"
 if ((fail)); then
