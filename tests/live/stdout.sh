@@ -34,6 +34,8 @@ server_rc=$(rping_status "$dir/server.err" "$server_rc")
 grep -q "ping data: rdma-ping-" "$dir/server.err" || fail "rping's own output is not on standard error"
 check_live "$dir/tshark.out"
 
+"$run" --help | grep -Eq '^ +--pcap - +stream the capture to standard output' ||
+	fail "uroce-run --help does not document --pcap -"
 # uroce-run's side: the program's status, its output on standard error, the FIFO removed.
 "$run" --pcap - sh -c 'echo text; exit 3' >"$dir/stdout.bin" 2>"$dir/stderr.out"
 rc=$?
