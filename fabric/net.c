@@ -171,14 +171,16 @@ static int transmit(struct uroce_net *net, const struct uroce_udp *s, const stru
 	int err;
 
 	w.dport = dest_port(net, g, roce);
+	if (net->pcap)
+		uroce_pcap_hold(net->pcap); /* recorded before any answer to it (pcap.h) */
 	err = uroce_udp_send(s, &w, roce, len);
-
-	if (err) {
+	if (err)
 		atomic_fetch_add(&net->tx_errors, 1);
-		return err;
-	}
-	sent(net, g, roce, len);
-	return 0;
+	else
+		sent(net, g, roce, len);
+	if (net->pcap)
+		uroce_pcap_release(net->pcap);
+	return err;
 }
 
 /* A packet the faults held back is due (progress thread). */
@@ -612,6 +614,40 @@ static int send_each(struct uroce_net *net, const struct roce_ipudp *f, uint8_t 
 	return err;
 }
 
+/*
+ * Send the run of @k datagrams lens[0..k) at @buf (@bytes in all) as one UDP GSO send through
+ * @s, @g0 being the first one's headers; each is recorded before any answer to it (pcap.h).
+ * Returns 0 or the send's errno (EIO or EINVAL: this path cannot do GSO; nothing was sent).
+ */
+static int send_gso_run(struct uroce_net *net, const struct uroce_udp *s,
+			const struct roce_ipudp *f, const struct roce_ipudp *g0, uint8_t *buf,
+			const uint16_t *lens, unsigned int k, size_t bytes)
+{
+	struct roce_ipudp w = *g0;
+	uint8_t *p = buf;
+	int e;
+
+	/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
+	for (unsigned int j = 0; j < k; p += lens[j], j++) {
+		struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
+
+		roce_icrc_fill(&g, p, lens[j]);
+	}
+	w.dport = dest_port(net, g0, buf);
+	if (net->pcap)
+		uroce_pcap_hold(net->pcap);
+	e = uroce_udp_send_gso(s, &w, buf, bytes, lens[0]);
+	p = buf;
+	for (unsigned int j = 0; !e && j < k; p += lens[j], j++) {
+		struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
+
+		sent(net, &g, p, lens[j]);
+	}
+	if (net->pcap)
+		uroce_pcap_release(net->pcap);
+	return e;
+}
+
 int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
 			 const uint16_t *lens, unsigned int n)
 {
@@ -623,34 +659,17 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 		struct roce_ipudp g0 = e ? *f : on_wire(net, s, f, 0);
 		size_t bytes;
 		unsigned int k = gso_run(net, &g0, buf, lens + i, n - i, &bytes);
-		uint8_t *p = buf;
 
 		/* Faults act on single packets, and multicast copies are made per packet: with
 		 * them, trains go one by one. */
 		if (!e && k > 1 && !atomic_load(&net->no_gso) &&
 		    !uroce_faults_on(net->faults, true) && !roce_gid_is_multicast(f->dgid)) {
-			struct roce_ipudp w = g0;
-
-			/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
-			for (unsigned int j = 0; j < k; p += lens[i + j], j++) {
-				struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
-
-				roce_icrc_fill(&g, p, lens[i + j]);
-			}
-			w.dport = dest_port(net, &g0, buf);
-			e = uroce_udp_send_gso(s, &w, buf, bytes, lens[i]);
+			e = send_gso_run(net, s, f, &g0, buf, lens + i, k, bytes);
 			if (e == EIO || e == EINVAL) {
 				/* No UDP GSO on this path: from now on one by one. */
 				atomic_store(&net->no_gso, true);
 				e = send_each(net, f, buf, lens + i, k);
-			} else if (!e) {
-				p = buf;
-				for (unsigned int j = 0; j < k; p += lens[i + j], j++) {
-					struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
-
-					sent(net, &g, p, lens[i + j]);
-				}
-			} else {
+			} else if (e) {
 				atomic_fetch_add(&net->tx_errors, k);
 			}
 		} else if (!e) {

@@ -164,6 +164,17 @@ static FILE *open_pipe(const char *path, struct pipe_out **out)
 	return file;
 }
 
+/* A recursive mutex: a holder (uroce_pcap_hold) records under its hold. */
+static void init_lock(pthread_mutex_t *lock)
+{
+	pthread_mutexattr_t attr;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+}
+
 struct uroce_pcap *uroce_pcap_open(const char *path)
 {
 	struct uroce_pcap *cap = calloc(1, sizeof(*cap));
@@ -200,7 +211,7 @@ struct uroce_pcap *uroce_pcap_open(const char *path)
 			err = errno ? errno : EIO;
 		goto fail;
 	}
-	pthread_mutex_init(&cap->lock, NULL);
+	init_lock(&cap->lock);
 	return cap;
 
 fail:
@@ -293,6 +304,16 @@ static int pcap_flush_locked(struct uroce_pcap *cap)
 	else if (!cap->failed && cap->pipe && (err = pipe_push_carry(cap->pipe)))
 		pcap_fail(cap, err);
 	return cap->failed ? -1 : 0;
+}
+
+void uroce_pcap_hold(struct uroce_pcap *cap)
+{
+	pthread_mutex_lock(&cap->lock);
+}
+
+void uroce_pcap_release(struct uroce_pcap *cap)
+{
+	pthread_mutex_unlock(&cap->lock);
 }
 
 int uroce_pcap_flush(struct uroce_pcap *cap)

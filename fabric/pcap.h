@@ -48,6 +48,15 @@ struct uroce_pcap *uroce_pcap_open(const char *path);
 int uroce_pcap_write(struct uroce_pcap *cap, const struct roce_ipudp *f, const uint8_t *roce,
 		     size_t len, uint64_t ts_ns);
 
+/*
+ * Hold the capture across a send and the recording of what it sent, so that no other thread
+ * records a frame meanwhile: a frame answering this one (received the moment it is sent) then
+ * comes after it in the file. uroce_pcap_write may be called while held; each hold is ended by
+ * one uroce_pcap_release.
+ */
+void uroce_pcap_hold(struct uroce_pcap *cap);
+void uroce_pcap_release(struct uroce_pcap *cap);
+
 /* Push buffered frames to the file. Returns 0 or -1 (errno EIO). */
 int uroce_pcap_flush(struct uroce_pcap *cap);
 

@@ -21,3 +21,11 @@ set_tests_properties(demo_cli oracle_demo_tshark oracle_demo_icrc oracle_vectors
 set_tests_properties(demo_cli PROPERTIES LABELS "pcap")
 set_tests_properties(oracle_demo_tshark oracle_demo_icrc oracle_vectors_icrc
                      PROPERTIES LABELS "oracle;pcap")
+
+# A capture records each frame before any frame answering it: the client's capture of every RC
+# operation on an rdma_cm connection, five times (shim/capture-order.sh, oracle/capture_order.py).
+add_test(NAME pcap_capture_order
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/capture-order.sh ${UROCE_ORACLE_PYTHON}
+          ${CMAKE_BINARY_DIR}/bin "${UROCE_SANITIZE}" 28855 18855)
+set_tests_properties(pcap_capture_order PROPERTIES LABELS "pcap;integration" TIMEOUT 120
+                     SKIP_RETURN_CODE 77)
