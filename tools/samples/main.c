@@ -33,6 +33,9 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
 	const struct sample_scenario *s = NULL;
+	struct sample_conn c = {0};
+	sample_half_fn half;
+	int err;
 
 	if (argc == 2 && !strcmp(argv[1], "--help")) {
 		usage(stdout);
@@ -45,7 +48,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[2], "server"))
-		return s->server(argv[3], argv[4]) ? 1 : 0;
-	return s->client(argv[3], argv[4]) ? 1 : 0;
+	half = strcmp(argv[2], "server") ? s->client : s->server;
+	err = half(&c, argv[3], argv[4]);
+	sample_close(&c);
+	return err ? 1 : 0;
 }

@@ -38,7 +38,7 @@ static int expect_msg(struct sample_conn *c, size_t off, const char *want)
 	return 0;
 }
 
-static int serve(struct sample_conn *c, const char *addr, const char *port)
+int ops_server(struct sample_conn *c, const char *addr, const char *port)
 {
 	uint64_t counter = 5;
 
@@ -60,16 +60,7 @@ static int serve(struct sample_conn *c, const char *addr, const char *port)
 	return sample_await_disconnect(c);
 }
 
-int ops_server(const char *addr, const char *port)
-{
-	struct sample_conn c = {0};
-	int err = serve(&c, addr, port);
-
-	sample_close(&c);
-	return err;
-}
-
-static int run(struct sample_conn *c, const char *addr, const char *port)
+int ops_client(struct sample_conn *c, const char *addr, const char *port)
 {
 	uint64_t orig;
 
@@ -97,13 +88,4 @@ static int run(struct sample_conn *c, const char *addr, const char *port)
 	if (sample_send(c, AT_MSG, sizeof(done)))
 		return -1;
 	return sample_disconnect(c);
-}
-
-int ops_client(const char *addr, const char *port)
-{
-	struct sample_conn c = {0};
-	int err = run(&c, addr, port);
-
-	sample_close(&c);
-	return err;
 }

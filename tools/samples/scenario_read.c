@@ -17,7 +17,7 @@ static uint8_t byte_at(size_t i)
 	return (uint8_t)(i * 13 + i / 256);
 }
 
-static int serve(struct sample_conn *c, const char *addr, const char *port)
+int read_server(struct sample_conn *c, const char *addr, const char *port)
 {
 	if (sample_listen(c, addr, port) || sample_setup(c, BUF_LEN))
 		return -1;
@@ -28,16 +28,7 @@ static int serve(struct sample_conn *c, const char *addr, const char *port)
 	return sample_await_disconnect(c);
 }
 
-int read_server(const char *addr, const char *port)
-{
-	struct sample_conn c = {0};
-	int err = serve(&c, addr, port);
-
-	sample_close(&c);
-	return err;
-}
-
-static int run(struct sample_conn *c, const char *addr, const char *port)
+int read_client(struct sample_conn *c, const char *addr, const char *port)
 {
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr a;
@@ -58,13 +49,4 @@ static int run(struct sample_conn *c, const char *addr, const char *port)
 			return sample_fail("read", "the RDMA READ brought other bytes");
 	printf("uroce-sample: read %zu bytes in %d packets\n", len, PACKETS);
 	return sample_disconnect(c);
-}
-
-int read_client(const char *addr, const char *port)
-{
-	struct sample_conn c = {0};
-	int err = run(&c, addr, port);
-
-	sample_close(&c);
-	return err;
 }

@@ -14,18 +14,16 @@
 
 static const char reason[] = "uroce-sample: not today, thanks";
 
-int reject_server(const char *addr, const char *port)
+int reject_server(struct sample_conn *c, const char *addr, const char *port)
 {
-	struct sample_conn c = {0};
-	int err = sample_listen(&c, addr, port);
-
-	if (!err && rdma_reject(c.id, reason, sizeof(reason)))
-		err = sample_fail("rdma_reject", "refused");
-	sample_close(&c);
-	return err;
+	if (sample_listen(c, addr, port))
+		return -1;
+	if (rdma_reject(c->id, reason, sizeof(reason)))
+		return sample_fail("rdma_reject", "refused");
+	return 0;
 }
 
-static int run(struct sample_conn *c, const char *addr, const char *port)
+int reject_client(struct sample_conn *c, const char *addr, const char *port)
 {
 	struct rdma_conn_param p = {.responder_resources = 1, .initiator_depth = 1};
 	struct sample_event ev;
@@ -41,13 +39,4 @@ static int run(struct sample_conn *c, const char *addr, const char *port)
 	if (ev.priv_len < sizeof(reason) || memcmp(ev.priv, reason, sizeof(reason)))
 		return sample_fail("reject", "the REJ does not carry the server's private data");
 	return 0;
-}
-
-int reject_client(const char *addr, const char *port)
-{
-	struct sample_conn c = {0};
-	int err = run(&c, addr, port);
-
-	sample_close(&c);
-	return err;
 }

@@ -73,7 +73,7 @@ static int own_qp(struct sample_conn *c)
 	return 0;
 }
 
-static int serve(struct sample_conn *c, const char *addr, const char *port)
+int rnr_server(struct sample_conn *c, const char *addr, const char *port)
 {
 	uint64_t before = rnr_naks_sent();
 	uint32_t len;
@@ -87,16 +87,7 @@ static int serve(struct sample_conn *c, const char *addr, const char *port)
 	return sample_await_disconnect(c);
 }
 
-int rnr_server(const char *addr, const char *port)
-{
-	struct sample_conn c = {0};
-	int err = serve(&c, addr, port);
-
-	sample_close(&c);
-	return err;
-}
-
-static int run(struct sample_conn *c, const char *addr, const char *port)
+int rnr_client(struct sample_conn *c, const char *addr, const char *port)
 {
 	if (sample_resolve(c, addr, port) || sample_setup(c, BUF_LEN) || sample_connect(c))
 		return -1;
@@ -105,13 +96,4 @@ static int run(struct sample_conn *c, const char *addr, const char *port)
 	if (sample_send(c, 0, sizeof(msg)))
 		return -1;
 	return sample_disconnect(c);
-}
-
-int rnr_client(const char *addr, const char *port)
-{
-	struct sample_conn c = {0};
-	int err = run(&c, addr, port);
-
-	sample_close(&c);
-	return err;
 }
