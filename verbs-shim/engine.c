@@ -33,8 +33,8 @@
 
 static struct uroce_net *net;
 static int net_err;
-static pid_t net_pid;         /* the process the endpoint belongs to */
 static atomic_bool net_ready; /* net is open and ours (polling threads read it, not net_once) */
+static atomic_bool in_child;  /* a child of fork(): net is the parent's (child_after_fork) */
 static pthread_once_t net_once = PTHREAD_ONCE_INIT;
 
 /* Packets dropped before reaching a QP, by reason. */
@@ -150,17 +150,26 @@ static const struct uroce_net_ops net_ops = {
 	.unreachable = uroce_mad_unreachable,
 };
 
-/* In a child of fork(): the parent's endpoint is not ours (getpid() is a system call). */
+/*
+ * In a child of fork(): the parent's endpoint is not ours. A flag rather than a getpid() check
+ * on every use: getpid() is a system call, and the engine is used several times a connection.
+ */
 static void child_after_fork(void)
 {
 	atomic_store(&net_ready, false);
+	atomic_store(&in_child, true);
 }
 
 static void open_net(void)
 {
-	net_pid = getpid();
 	net_err = uroce_net_open(&net, &net_ops, NULL);
-	if (net && !pthread_atfork(NULL, NULL, child_after_fork))
+	if (net && pthread_atfork(NULL, NULL, child_after_fork)) {
+		/* Without the handler a child could not tell: no endpoint (ENOMEM). */
+		uroce_net_close(net);
+		net = NULL;
+		net_err = ENOMEM;
+	}
+	if (net)
 		atomic_store_explicit(&net_ready, true, memory_order_release);
 }
 
@@ -171,7 +180,7 @@ static void open_net(void)
  */
 __attribute__((destructor)) static void close_net(void)
 {
-	if (net && getpid() == net_pid) {
+	if (net && !atomic_load(&in_child)) {
 		log_totals();
 		uroce_net_close(net);
 	}
@@ -183,7 +192,7 @@ static struct uroce_net *uroce_engine(void)
 	static atomic_bool told;
 
 	pthread_once(&net_once, open_net);
-	if (net && getpid() != net_pid) {
+	if (net && atomic_load_explicit(&in_child, memory_order_relaxed)) {
 		/* docs/UNSUPPORTED.md: the parent's endpoint is not usable after fork(). */
 		if (!atomic_exchange(&told, true))
 			fprintf(stderr,
