@@ -52,6 +52,9 @@ for d in (BIN, os.path.join(BIN, "..", "share", "uroce")):
 import bench_report  # noqa: E402
 
 PROG = "uroce-bench"
+# The version of the uroce this tool was built with (CMake fills it in). The library itself is
+# not loaded here: a sanitized build of it cannot be loaded into python.
+VERSION = "@PROJECT_VERSION@"
 SECTIONS = ("latency", "bandwidth", "rate", "connect")
 # Where the kernel lists RDMA devices; UROCE_BENCH_SYSFS names another folder (for tests).
 SYSFS = os.environ.pop("UROCE_BENCH_SYSFS", "/sys/class/infiniband")
@@ -332,7 +335,7 @@ def main():
                     failures.append(f"{section} {x} on {system} (repetition {rep}): {r.last}")
     bench_report.progress(None)
     os.makedirs(a.out, exist_ok=True)
-    info = bench_report.machine(BIN)
+    info = bench_report.machine(VERSION)
     info["hardware"] = f"{hw[0]} (GID {hw[1]}, {hw[2]})" if isinstance(hw, tuple) else hw
     info["run"] = (f"{' '.join(sys.argv)}: {a.reps} repetition(s), "
                    f"{time.monotonic() - started:.0f} s")
