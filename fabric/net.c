@@ -236,6 +236,7 @@ static void on_datagram(void *arg, const struct uroce_rx *rx)
 		break;
 	case UROCE_RDV_FORWARDED:
 	case UROCE_RDV_ANSWERED:
+	case UROCE_RDV_HELD:
 		break;
 	case UROCE_RDV_UNKNOWN:
 		atomic_fetch_add(&net->rx_unknown_qpn, 1);

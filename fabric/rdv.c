@@ -407,6 +407,7 @@ static void hub_message(struct uroce_rdv *r, struct conn *c, size_t n)
 		break;
 	case RDV_SERVICE:
 		rdv_cm_hub_service(r, c, n);
+		rdv_cm_retry_held(r, false);
 		break;
 	case RDV_CONN:
 		rdv_cm_hub_conn(r, c, n);
@@ -747,6 +748,7 @@ static void serve_requests(struct uroce_rdv *r)
 		}
 	}
 	rdv_cm_serve(r);
+	rdv_cm_retry_held(r, false);
 	reap(r);
 }
 
@@ -775,6 +777,7 @@ static void on_grace(struct uroce_timer *t, uint64_t now)
 	struct uroce_rdv *r = container_of(t, struct uroce_rdv, grace);
 
 	(void)now;
+	rdv_cm_retry_held(r, true); /* whoever has not registered by now will not */
 	for (uint32_t b = 0; r->hub && b < UROCE_QPN_BLOCKS; b++) {
 		if (r->owner[b] && r->owner[b] != r->token && !r->route[b]) {
 			uroce_log(UROCE_LOG_DEBUG, "rendezvous: QPN block %u was not claimed", b);
@@ -833,6 +836,7 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 	uroce_log(UROCE_LOG_INFO, "rendezvous: this process is the hub of UDP port %u", r->port);
 	if (!takeover)
 		return 0;
+	r->hold_until = uroce_now() + RDV_GRACE_NS; /* rdv_int.h: RDV_HELD_REQS */
 	/* A takeover cannot be undone: without the port, keep trying (datagrams are lost). */
 	if (err == EADDRINUSE) {
 		uroce_log(UROCE_LOG_ERROR, "rendezvous: UDP port %u is still in use; retrying",

@@ -140,6 +140,7 @@ enum uroce_rdv_route {
 	UROCE_RDV_FORWARDED, /* another process's: sent to it (or lost on its full socket) */
 	UROCE_RDV_UNKNOWN,   /* nobody's */
 	UROCE_RDV_ANSWERED,  /* a CM MAD nobody takes, answered for the host (cm/route.h) */
+	UROCE_RDV_HELD,      /* a connection request the hub keeps for a while (rdv_int.h) */
 };
 
 /*

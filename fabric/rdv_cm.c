@@ -164,6 +164,7 @@ static int dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service
 		if (err)
 			return err;
 		e->listening = true;
+		r->listens_added = true;
 		return 0;
 	case UROCE_SERVICE_UNBIND:
 		e = find(r->dir, r->ndir, owner, s);
@@ -230,6 +231,48 @@ static enum uroce_rdv_route to(struct uroce_rdv *r, struct conn *owner, const st
 	return UROCE_RDV_FORWARDED;
 }
 
+/* Hub: keep @rx for rdv_cm_retry_held (rdv_int.h); false if there is no room for it. */
+static bool hold_request(struct uroce_rdv *r, const struct uroce_rx *rx)
+{
+	struct rdv_held_req *h;
+
+	if (rx->len > RDV_HELD_BYTES || r->nheld_reqs == RDV_HELD_REQS)
+		return false;
+	if (!r->held_reqs) {
+		r->held_reqs = calloc(RDV_HELD_REQS, sizeof(*r->held_reqs));
+		if (!r->held_reqs)
+			return false;
+	}
+	h = &r->held_reqs[r->nheld_reqs++];
+	h->rx = *rx;
+	memcpy(h->bytes, rx->roce, rx->len);
+	h->rx.roce = h->bytes;
+	return true;
+}
+
+void rdv_cm_retry_held(struct uroce_rdv *r, bool final)
+{
+	struct rdv_held_req *again;
+	uint32_t n = r->nheld_reqs;
+
+	if (final)
+		r->hold_until = 0;
+	if (!n || (!final && !r->listens_added))
+		return;
+	r->listens_added = false;
+	/* Routing may hold a request again: from a copy, into the emptied list. */
+	again = malloc(n * sizeof(*again));
+	if (!again)
+		return;
+	memcpy(again, r->held_reqs, n * sizeof(*again));
+	r->nheld_reqs = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		again[i].rx.roce = again[i].bytes;
+		r->ops->forwarded(r->arg, &again[i].rx);
+	}
+	free(again);
+}
+
 enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx)
 {
 	const uint8_t *mad = mad_of(rx);
@@ -249,6 +292,8 @@ enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx
 		l = listener(r, route.service_id, rx->ip.dgid);
 		if (l)
 			return to(r, l->owner, rx);
+		if (rx->now < r->hold_until && hold_request(r, rx))
+			return UROCE_RDV_HELD;
 		break;
 	case CM_ROUTE_COMM_ID:
 		tag = cm_comm_tag(route.comm_id);
@@ -533,6 +578,7 @@ void rdv_cm_free(struct uroce_rdv *r)
 {
 	free(r->dir);
 	free(r->held);
+	free(r->held_reqs);
 	free(r->my_conns);
 	while (r->notes) {
 		struct rdv_note *note = r->notes;
@@ -590,6 +636,7 @@ int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroc
 		err = dir_apply(r, NULL, op, s);
 		if (!err)
 			held_apply(r, op, s);
+		rdv_cm_retry_held(r, false);
 		return err;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);

@@ -524,3 +524,71 @@ Test(rdv, new_hub_keeps_the_table_until_the_grace_period)
 	close(fd);
 	cr_assert_eq(fabric_peer_finish(&b, TIMEOUT_MS), 0);
 }
+
+/*
+ * After a takeover, a connection request for a service nobody listens on yet is held, not
+ * rejected: the other processes are registering their listens with the new hub again. A peer
+ * is the hub, we join and it dies; we take over. A REQ for a service arrives before the (fake)
+ * process listening on it has registered: nothing is answered; once it registers, the REQ is
+ * forwarded to it. A REQ for a service nobody ever registers is answered with REJ 8 when the
+ * grace period ends.
+ */
+Test(rdv, new_hub_holds_requests_until_listens_register, .fini = close_hub)
+{
+	const uint64_t token = 0x4E1Dull;
+	_Alignas(8) uint8_t buf[512];
+	struct cm_msg m = {.hdr = cm_hdr(CM_ATTR_REQ, 1)};
+	struct fabric_peer a;
+	char line[64];
+	int fd;
+
+	cr_assert_eq(fabric_peer_start(&a, FABRIC_PEER, 24835, NULL), 0);
+	cr_assert_eq(fabric_peer_expect(&a, "READY ", line, sizeof(line), TIMEOUT_MS), 0);
+	setenv("UROCE_UDP_PORT", "24835", 1);
+	cr_assert_eq(uroce_net_open(&net, &ops, NULL), 0);
+	cr_assert_eq(uroce_net_is_hub(net), 0);
+	fabric_peer_kill(&a, SIGKILL);
+	for (int i = 0; i < 200 && !uroce_net_is_hub(net); i++)
+		usleep(10000);
+	cr_assert_eq(uroce_net_is_hub(net), 1, "we did not take over");
+
+	m.u.req.local_comm_id = cm_comm_id(uroce_net_comm_tag(net), 7);
+	m.u.req.service_id = cm_service_id(CM_PS_TCP, 0x4854);
+	send_cm(&m);
+	memset(&m, 0, sizeof(m));
+	m.hdr = cm_hdr(CM_ATTR_REQ, 2);
+	m.u.req.local_comm_id = cm_comm_id(uroce_net_comm_tag(net), 8);
+	m.u.req.service_id = cm_service_id(CM_PS_TCP, 0x9998);
+	send_cm(&m);
+	usleep(100000);
+	pthread_mutex_lock(&lock);
+	cr_assert_eq(hub_got_qp1, 0, "a request was rejected during the grace period");
+	pthread_mutex_unlock(&lock);
+
+	fd = rdv_connect(24835);
+	hello(fd, token);
+	read_table(fd, token, &(size_t){0});
+	cr_assert_eq(service(fd, 1, UROCE_SERVICE_BIND, 0x4854, NULL), 0);
+	cr_assert_eq(service(fd, 2, UROCE_SERVICE_LISTEN, 0x4854, NULL), 0);
+	cr_assert_eq(get(fd, buf, sizeof(buf), RDV_FRAME) > 0, 1, "the held REQ was not forwarded");
+	cr_assert_eq(cm_route_of(buf + sizeof(struct rdv_frame) + ROCE_BTH_LEN + ROCE_DETH_LEN,
+				 CM_MAD_LEN)
+			     .service_id,
+		     cm_service_id(CM_PS_TCP, 0x4854));
+
+	/* The other one: REJ 8 at the end of the grace period (RDV_GRACE_NS, 2 s). */
+	for (int i = 0; i < 300; i++) {
+		pthread_mutex_lock(&lock);
+		if (hub_got_qp1) {
+			pthread_mutex_unlock(&lock);
+			break;
+		}
+		pthread_mutex_unlock(&lock);
+		usleep(10000);
+	}
+	hub_got(1, &m);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_REJ);
+	cr_assert_eq(m.hdr.tid, 2);
+	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
+	close(fd);
+}
