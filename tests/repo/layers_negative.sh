@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check-layers must reject an upward include and an impure transport header.
+# check-layers must reject an upward include and an impure transport or cm header.
 set -euo pipefail
 check=$1
 tmp=$(mktemp -d)
@@ -15,6 +15,9 @@ for bad in '#include "fabric/pcap.h"' '#include <pthread.h>' '#include <time.h>'
 	fi
 done
 rm "$tmp/transport/bad.c"
+printf '#include <sys/socket.h>\n' >"$tmp/cm/bad.c"
+if "$check" "$tmp" 2>/dev/null; then echo "check-layers accepted cm/bad.c with a socket header"; exit 1; fi
+rm "$tmp/cm/bad.c"
 printf '#include "verbs-shim/x.h"\n' >"$tmp/fabric/bad.c"
 if "$check" "$tmp" 2>/dev/null; then echo "check-layers accepted fabric including verbs-shim"; exit 1; fi
 echo "ok"
