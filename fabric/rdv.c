@@ -772,12 +772,18 @@ static void requeue_outstanding(struct uroce_rdv *r)
 	rdv_cm_requeue(r);
 }
 
+/* The hold after a takeover is over: what no listener took is answered (rdv_int.h). */
+static void on_hold_end(struct uroce_timer *t, uint64_t now)
+{
+	(void)now;
+	rdv_cm_retry_held(container_of(t, struct uroce_rdv, hold_end), true);
+}
+
 static void on_grace(struct uroce_timer *t, uint64_t now)
 {
 	struct uroce_rdv *r = container_of(t, struct uroce_rdv, grace);
 
 	(void)now;
-	rdv_cm_retry_held(r, true); /* whoever has not registered by now will not */
 	for (uint32_t b = 0; r->hub && b < UROCE_QPN_BLOCKS; b++) {
 		if (r->owner[b] && r->owner[b] != r->token && !r->route[b]) {
 			uroce_log(UROCE_LOG_DEBUG, "rendezvous: QPN block %u was not claimed", b);
@@ -836,7 +842,8 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 	uroce_log(UROCE_LOG_INFO, "rendezvous: this process is the hub of UDP port %u", r->port);
 	if (!takeover)
 		return 0;
-	r->hold_until = uroce_now() + RDV_GRACE_NS; /* rdv_int.h: RDV_HELD_REQS */
+	r->hold_until = uroce_now() + RDV_HOLD_NS; /* rdv_int.h: RDV_HELD_REQS */
+	uroce_timers_arm(uroce_progress_timers(r->progress), &r->hold_end, r->hold_until);
 	/* A takeover cannot be undone: without the port, keep trying (datagrams are lost). */
 	if (err == EADDRINUSE) {
 		uroce_log(UROCE_LOG_ERROR, "rendezvous: UDP port %u is still in use; retrying",
@@ -1014,6 +1021,7 @@ int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, const uint16_t own_por
 	r->token = new_token();
 	r->listen_fd = -1;
 	r->grace.fire = on_grace;
+	r->hold_end.fire = on_hold_end;
 	r->bind_retry.fire = on_bind_retry;
 	/* Abstract name (leading NUL): no file, scoped to the network namespace. */
 	r->name.sun_family = AF_UNIX;

@@ -99,6 +99,7 @@ struct uroce_rdv {
 	struct rdv_cm_conns *my_conns; /* this process's established connections, for a new hub */
 	/* Hub after a takeover, until hold_until: requests held for want of a listener. */
 	uint64_t hold_until;
+	struct uroce_timer hold_end;
 	struct rdv_held_req *held_reqs; /* RDV_HELD_REQS, allocated when first needed */
 	uint32_t nheld_reqs;
 	bool listens_added; /* a listen registered since the held requests were last tried */
@@ -109,10 +110,12 @@ struct uroce_rdv {
  * hub. Until they are in (or the grace period ends), a connection request for a service nobody
  * listens on is held instead of rejected, and tried again as listens register: otherwise a REQ
  * that reached the new hub a moment before its listener's registration would be refused with
- * REJ "invalid service ID". At most RDV_HELD_REQS; more are rejected as before.
+ * REJ "invalid service ID". At most RDV_HELD_REQS, for RDV_HOLD_NS after the takeover; then
+ * what is still held is rejected, as the kernel rejects at once.
  */
 #define RDV_HELD_REQS  16
-#define RDV_HELD_BYTES 512 /* a CM datagram: BTH, DETH, a 256-byte MAD, ICRC */
+#define RDV_HOLD_NS    (500 * 1000000ull) /* the others reconnect within milliseconds */
+#define RDV_HELD_BYTES 512                /* a CM datagram: BTH, DETH, a 256-byte MAD, ICRC */
 struct rdv_held_req {
 	struct uroce_rx rx; /* rx.roce points at bytes */
 	uint8_t bytes[RDV_HELD_BYTES];
@@ -145,8 +148,8 @@ void rdv_cm_hub_service(struct uroce_rdv *r, struct conn *c, size_t n);
 
 /*
  * Hub: route the held requests again (RDV_HELD_REQS) if a listen registered since they were
- * last tried, or all of them with @final (the grace period is over: no more holding). Not
- * under r->lock: routing may deliver to this process.
+ * last tried, or all of them with @final (RDV_HOLD_NS is over: no more holding). Not under
+ * r->lock: routing may deliver to this process.
  */
 void rdv_cm_retry_held(struct uroce_rdv *r, bool final);
 
