@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fabric/log.h"
+#include "fabric/nocancel.h"
 #include "transport/qp.h"
 
 #define QUEUE_LEN 64 /* copies waiting for the receiving thread */
@@ -125,7 +126,7 @@ bool uroce_mcast_sent(struct uroce_mcast *m, const struct roce_ipudp *ip, const 
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (queued)
-		(void)!write(m->evfd, &one, sizeof(one)); /* fails only when saturated: awake */
+		(void)!nc_write(m->evfd, &one, sizeof(one)); /* fails only when saturated: awake */
 	return queued;
 }
 

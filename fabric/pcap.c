@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fabric/nocancel.h"
 #include "transport/wire.h"
 
 /* Ethernet + IPv6 + UDP headers, the longest header a frame gets. */
@@ -99,7 +100,7 @@ static int pipe_push_carry(struct pipe_out *po)
 
 	if (!po->carry_len)
 		return 0;
-	n = write(po->fd, po->carry + po->carry_off, po->carry_len - po->carry_off);
+	n = nc_write(po->fd, po->carry + po->carry_off, po->carry_len - po->carry_off);
 	if (n < 0)
 		return errno == EAGAIN ? 0 : errno;
 	po->carry_off += (size_t)n;
@@ -126,7 +127,7 @@ static int pipe_commit(struct pipe_out *po)
 		po->slow++;
 		return 0;
 	}
-	n = write(po->fd, po->stage, len);
+	n = nc_write(po->fd, po->stage, len);
 	if (n < 0) {
 		if (errno != EAGAIN)
 			return errno;
@@ -196,7 +197,7 @@ struct uroce_pcap *uroce_pcap_open(const char *path)
 	if (!stat(path, &st) && S_ISFIFO(st.st_mode))
 		file = open_pipe(path, &cap->pipe);
 	else
-		file = fopen(path, "wbe");
+		file = fopen(path, "wbec");
 	if (!file) {
 		err = errno;
 		goto fail;

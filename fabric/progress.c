@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fabric/log.h"
+#include "fabric/nocancel.h"
 #include "fabric/progress_int.h"
 
 #define EPOLL_BATCH 16
@@ -96,7 +97,7 @@ void progress_on_watch(void *watch)
 void progress_on_epoll(struct uroce_progress *p)
 {
 	struct epoll_event ev[EPOLL_BATCH];
-	int n = epoll_wait(p->epfd, ev, EPOLL_BATCH, 0);
+	int n = nc_epoll_wait(p->epfd, ev, EPOLL_BATCH, 0);
 
 	for (int i = 0; i < n; i++)
 		progress_on_watch(ev[i].data.ptr);
@@ -123,7 +124,7 @@ static unsigned int receive_socket(struct uroce_progress *p, struct udp_slot *s)
 			m->msg_controllen = sizeof(d->control[i].buf);
 			m->msg_flags = 0;
 		}
-		n = recvmmsg(s->sock.fd, d->msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+		n = nc_recvmmsg(s->sock.fd, d->msgs, RX_BATCH, MSG_DONTWAIT);
 		if (n <= 0) {
 			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
@@ -167,7 +168,7 @@ unsigned int progress_receive_direct(struct uroce_progress *p)
 	 */
 	if (p->rx_hinted && (p->rx_turn++ & 7))
 		return receive_socket(p, &p->udp[p->rx_hint]);
-	n = epoll_wait(p->rx_epfd, ev, PROGRESS_MAX_UDP, 0);
+	n = nc_epoll_wait(p->rx_epfd, ev, PROGRESS_MAX_UDP, 0);
 	for (int i = 0; i < n; i++) {
 		unsigned int got = receive_socket(p, &p->udp[ev[i].data.u32]);
 
@@ -406,7 +407,7 @@ static void wake_thread(void *arg)
 	uint64_t one = 1;
 
 	/* Fails only when the counter is saturated, which wakes the thread as well. */
-	(void)!write(p->evfd, &one, sizeof(one));
+	(void)!nc_write(p->evfd, &one, sizeof(one));
 }
 
 static void free_progress(struct uroce_progress *p)

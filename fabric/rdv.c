@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fabric/log.h"
+#include "fabric/nocancel.h"
 #include "fabric/rdv_int.h"
 #include "transport/wire.h"
 
@@ -39,13 +40,13 @@ static int send_record(int fd, const struct iovec *iov, size_t iovcnt, bool wait
 		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 		int n;
 
-		if (sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		if (nc_sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
 			return 0;
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN || !wait)
 			return errno;
-		n = poll(&pfd, 1, SEND_TIMEOUT_MS);
+		n = nc_poll(&pfd, 1, SEND_TIMEOUT_MS);
 		if (n == 0)
 			return ETIMEDOUT;
 		if (n < 0 && errno != EINTR)
@@ -1074,7 +1075,7 @@ int uroce_rdv_request_block(struct uroce_rdv *r)
 		grants = r->grants;
 		fulls = r->fulls;
 		r->wanted++;
-		(void)!write(r->evfd, &one, sizeof(one));
+		(void)!nc_write(r->evfd, &one, sizeof(one));
 		while (!err && grants == r->grants && fulls == r->fulls && !r->fatal)
 			err = pthread_cond_timedwait(&r->cond, &r->lock, &deadline);
 		if (grants != r->grants)

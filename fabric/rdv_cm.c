@@ -11,6 +11,7 @@
 
 #include "cm/route.h"
 #include "fabric/log.h"
+#include "fabric/nocancel.h"
 #include "fabric/rdv_int.h"
 #include "transport/wire.h"
 
@@ -605,7 +606,7 @@ void uroce_rdv_cm_conn(struct uroce_rdv *r, bool up, const struct uroce_cm_conn 
 	pthread_mutex_unlock(&r->lock);
 	/* The progress thread takes every note queued by then: one wake-up per burst. */
 	if (first)
-		(void)!write(r->evfd, &one, sizeof(one));
+		(void)!nc_write(r->evfd, &one, sizeof(one));
 }
 
 uint32_t uroce_rdv_comm_tag(const struct uroce_rdv *r)
@@ -651,7 +652,7 @@ int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroc
 	for (pp = &r->svc_wanted; *pp; pp = &(*pp)->next)
 		;
 	*pp = &q;
-	(void)!write(r->evfd, &one, sizeof(one));
+	(void)!nc_write(r->evfd, &one, sizeof(one));
 	while (!q.done && !r->fatal && !err)
 		err = pthread_cond_timedwait(&r->cond, &r->lock, &deadline);
 	if (q.done) {

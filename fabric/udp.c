@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fabric/nocancel.h"
+
 static int set_int(int fd, int level, int name, int value)
 {
 	return setsockopt(fd, level, name, &value, sizeof(value)) ? errno : 0;
@@ -153,7 +155,7 @@ int uroce_udp_take_error(const struct uroce_udp *s, uint8_t gid[16], int *err)
 			     .msg_control = control.buf,
 			     .msg_controllen = sizeof(control.buf)};
 
-	if (recvmsg(s->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+	if (nc_recvmsg(s->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 		return 0;
 	*err = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
@@ -327,7 +329,7 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 	}
 	if (seg)
 		put_cmsg(&msg, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
-	if (sendmsg(s->fd, &msg, MSG_NOSIGNAL) >= 0)
+	if (nc_sendmsg(s->fd, &msg, MSG_NOSIGNAL) >= 0)
 		return 0;
 	err = errno;
 	/*
@@ -423,7 +425,7 @@ ssize_t uroce_udp_recv(const struct uroce_udp *s, struct roce_ipudp *f, uint8_t 
 		.msg_control = control.buf,
 		.msg_controllen = sizeof(control.buf),
 	};
-	ssize_t n = recvmsg(s->fd, &msg, MSG_DONTWAIT);
+	ssize_t n = nc_recvmsg(s->fd, &msg, MSG_DONTWAIT);
 	int err;
 
 	if (n < 0)

@@ -43,9 +43,10 @@ add_test(NAME shim_programs
 set_tests_properties(shim_symbols shim_symbols_rdmacm shim_programs PROPERTIES LABELS "shim;integration" TIMEOUT 120
                      SKIP_RETURN_CODE 77)
 # A thread cancelled inside a cancellation point trips a false stack-buffer-underflow in ASan's
-# sigaltstack interceptor (google/sanitizers#1399); shim_cq cancels one on purpose.
+# sigaltstack interceptor (google/sanitizers#1399); shim_cq and shim_progress cancel one on purpose.
 if(UROCE_SANITIZE STREQUAL "address")
-  set_tests_properties(test_shim_cq PROPERTIES ENVIRONMENT "ASAN_OPTIONS=use_sigaltstack=0")
+  set_tests_properties(test_shim_cq test_shim_progress PROPERTIES ENVIRONMENT
+                       "ASAN_OPTIONS=use_sigaltstack=0")
 endif()
 
 # Tests that run a program as a server and a client process through uroce-run (SCRIPT, see

@@ -8,6 +8,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "fabric/nocancel.h"
+
 int uroce_evq_init(struct uroce_evq *q)
 {
 	q->fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
@@ -44,7 +46,7 @@ int uroce_evq_push(struct uroce_evq *q, int type, void *obj)
 	e->obj = obj;
 	pthread_mutex_lock(&q->lock);
 	/* The count stays below 2^64 - 1, so an eventfd write never blocks or fails. */
-	if (write(q->fd, &one, sizeof(one)) != sizeof(one)) {
+	if (nc_write(q->fd, &one, sizeof(one)) != sizeof(one)) {
 		err = errno;
 		free(e);
 	} else {
