@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -32,6 +33,7 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/mad.h"
 #include "verbs-shim/rdmacm/cma.h"
+#include "verbs-shim/rdmacm/htab.h"
 
 /* What Linux puts in a REQ over RoCE (PROTOCOL.md §4.4, §4.9). */
 #define CM_RESPONSE_TIMEOUT 20
@@ -50,15 +52,22 @@ struct cma_conn {
 	bool announced;  /* the host knows it established (mad.h uroce_cm_conn_state) */
 	int unreachable; /* the ICMP error that ended its request (on_unreachable), or 0 */
 	bool sidr;       /* UD: a SIDR exchange rather than a connection */
-	uint32_t sidr_id;  /* passive SIDR: the requester's request ID */
-	uint64_t sidr_sid; /* and its service ID */
-	struct cma_conn *next;
+	uint32_t sidr_id;               /* passive SIDR: the requester's request ID */
+	uint64_t sidr_sid;              /* and its service ID */
+	struct cma_conn *next, **pprev; /* cm.conns */
+	struct cma_hlink by_local;      /* cm.by_local: our comm ID */
+	struct cma_hlink by_peer;       /* cm.by_peer (passive only): the peer's ID and GID */
+	bool peer_indexed;
 };
+
+#define CONN_OF(link, member)                                                                      \
+	((struct cma_conn *)((char *)(link)-offsetof(struct cma_conn, member)))
 
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	struct cma_conn *conns;
+	struct cma_htab by_local, by_peer; /* the conns by key, for the MADs (htab.h) */
 	struct cma_id *listeners;
 	uint32_t tag, next_comm_seq; /* comm IDs: cm_comm_id(tag, seq), route.h */
 	uint64_t sleep_until;        /* the CM thread's wake-up (UINT64_MAX: none; 0: awake) */
@@ -323,14 +332,63 @@ static void deliver(struct cma_conn *c)
 	}
 }
 
+/* The keys of the indexes: our comm ID; the peer's comm ID (or SIDR request ID) and GID. */
+static uint64_t local_hash(uint32_t id)
+{
+	return cma_htab_hash(&id, sizeof(id));
+}
+
+static uint64_t peer_hash(uint32_t id, const uint8_t gid[16])
+{
+	uint8_t key[20];
+
+	memcpy(key, &id, 4);
+	memcpy(key + 4, gid, 16);
+	return cma_htab_hash(key, sizeof(key));
+}
+
+/* The connection whose comm ID is @id, or NULL. Locked. */
+static struct cma_conn *conn_by_local(uint32_t id)
+{
+	for (struct cma_hlink *l = cma_htab_first(&cm.by_local, local_hash(id)); l;
+	     l = cma_htab_next(l))
+		if (CONN_OF(l, by_local)->cm.local_id == id)
+			return CONN_OF(l, by_local);
+	return NULL;
+}
+
+/*
+ * The passive connection a REQ (@sidr false: @id its comm ID) or SIDR_REQ (@sidr: its request
+ * ID) from @gid made, or NULL. Locked.
+ */
+static struct cma_conn *conn_by_peer(bool sidr, uint32_t id, const uint8_t gid[16])
+{
+	for (struct cma_hlink *l = cma_htab_first(&cm.by_peer, peer_hash(id, gid)); l;
+	     l = cma_htab_next(l)) {
+		struct cma_conn *c = CONN_OF(l, by_peer);
+
+		if (c->sidr == sidr && (sidr ? c->sidr_id : c->cm.remote_id) == id &&
+		    !memcmp(c->dgid, gid, 16))
+			return c;
+	}
+	return NULL;
+}
+
+/* Index the passive @c by the request that made it: @id from @c->dgid. Locked. */
+static void index_peer(struct cma_conn *c, uint32_t id)
+{
+	/* Without memory a repeated request is not recognised: it is refused as a new one is. */
+	c->peer_indexed = !cma_htab_insert(&cm.by_peer, &c->by_peer, peer_hash(id, c->dgid));
+}
+
 static void unlink_conn(struct cma_conn *c)
 {
-	for (struct cma_conn **pp = &cm.conns; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			return;
-		}
-	}
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
+	cma_htab_remove(&cm.by_local, &c->by_local);
+	if (c->peer_indexed)
+		cma_htab_remove(&cm.by_peer, &c->by_peer);
 }
 
 /* Tell the host when the connection becomes or stops being established. Locked. */
@@ -374,10 +432,17 @@ static struct cma_conn *new_conn(void)
 		return NULL;
 	/* The host routes the peer's answers to us by the tag (cm/route.h). */
 	cm_conn_init(&c->cm, cm_comm_id(cm.tag, cm.next_comm_seq++), &timing);
+	if (cma_htab_insert(&cm.by_local, &c->by_local, local_hash(c->cm.local_id))) {
+		free(c);
+		return NULL;
+	}
 	if (getrandom(&c->my_psn, sizeof(c->my_psn), 0) < 0)
 		c->my_psn = (uint32_t)now_ns();
 	c->my_psn &= 0xFFFFFF;
 	c->next = cm.conns;
+	if (c->next)
+		c->next->pprev = &c->next;
+	c->pprev = &cm.conns;
 	cm.conns = c;
 	return c;
 }
@@ -477,16 +542,16 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	struct rdma_conn_param p;
 
 	/* A repeated REQ belongs to the connection it made. */
-	for (c = cm.conns; c; c = c->next) {
-		if (c->cm.remote_id == req->local_comm_id && !memcmp(c->dgid, rx->sgid, 16)) {
-			cm_conn_read(&c->cm, m, now_ns());
-			settle(c);
-			return;
-		}
+	c = conn_by_peer(false, req->local_comm_id, rx->sgid);
+	if (c) {
+		cm_conn_read(&c->cm, m, now_ns());
+		settle(c);
+		return;
 	}
 	c = request_conn(l, rx, req->service_id, req->private_data);
 	if (!c)
 		return;
+	index_peer(c, req->local_comm_id);
 	c->peer_qpn = req->local_qpn;
 	c->peer_psn = req->starting_psn;
 	c->responder_resources = req->initiator_depth; /* what the peer will read from us */
@@ -513,14 +578,14 @@ static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	struct cma_event_ud ud = {0};
 
 	/* A repeated SIDR_REQ while the application decides: it is answered once, then. */
-	for (c = cm.conns; c; c = c->next)
-		if (c->sidr && c->sidr_id == req->request_id && !memcmp(c->dgid, rx->sgid, 16))
-			return;
+	if (conn_by_peer(true, req->request_id, rx->sgid))
+		return;
 	c = request_conn(l, rx, req->service_id, req->private_data);
 	if (!c)
 		return;
 	c->sidr = true;
 	c->sidr_id = req->request_id;
+	index_peer(c, req->request_id);
 	c->sidr_sid = req->service_id;
 	c->tos = rx->tos; /* answered along the path it came */
 	c->cm.tid = m->hdr.tid;
@@ -567,8 +632,7 @@ static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 
 		mine = m.hdr.attr_id == CM_ATTR_SIDR_REP ? m.u.sidr_rep.request_id
 							 : m.u.rep.remote_comm_id;
-		for (c = cm.conns; c && c->cm.local_id != mine; c = c->next)
-			;
+		c = conn_by_local(mine);
 		if (!c)
 			answer_unclaimed(rx); /* a DREQ of a connection gone: DREP */
 		else if (cm_conn_read(&c->cm, &m, now_ns()))
