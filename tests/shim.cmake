@@ -158,3 +158,7 @@ target_link_libraries(cm_stress PRIVATE uroce_rdmacm uroce_ibverbs Threads::Thre
 add_test(NAME shim_cm_stress COMMAND cm_stress 7600)
 set_tests_properties(shim_cm_stress PROPERTIES LABELS "shim;tsan" TIMEOUT 120
                      ENVIRONMENT UROCE_UDP_PORT=24842)
+
+# The rdma_cm's connection index (hash tables keyed with xxHash).
+uroce_test(test_rdmacm_htab SOURCES test_rdmacm_htab.c ${PROJECT_SOURCE_DIR}/verbs-shim/rdmacm/htab.c
+           LIBS PkgConfig::XXHASH LABELS shim)
