@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cm/route.h"
 #include "cm/wire.h"
 #include "fabric/config.h"
 #include "fabric/faults.h"
@@ -153,14 +154,36 @@ static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_
  * (rdv.h). The ICRC and the capture keep the RoCE port: it is what a wire would carry, and the
  * receiver puts it back (on_datagram).
  */
-static uint16_t dest_port(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce)
+/*
+ * A CM message to QP 1 at this host's own address that names the receiver's communication ID
+ * (every one after the REQ): the own port of the process whose tag the ID carries, or 0. It
+ * would reach that process through the hub anyway (fabric/rdv_cm.c), a hop and a wake-up
+ * later; REQ and SIDR_REQ still go to the hub, which knows the listeners.
+ */
+static uint16_t mad_direct_port(struct uroce_net *net, const uint8_t *roce, size_t len, bool v6)
+{
+	struct roce_pkt pkt;
+	struct cm_route route;
+
+	if (roce_decode(roce, len, &pkt) != ROCE_OK || !cm_gsi_accepts(&pkt))
+		return 0;
+	route = cm_route_of(pkt.payload, pkt.payload_len);
+	return route.kind == CM_ROUTE_COMM_ID
+		       ? uroce_rdv_block_port(net->rdv, cm_comm_tag(route.comm_id), v6)
+		       : 0;
+}
+
+static uint16_t dest_port(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce,
+			  size_t len)
 {
 	/* DestQP: BTH bytes 5..7 (PROTOCOL.md §1.5). */
 	uint32_t qpn = (uint32_t)roce[5] << 16 | (uint32_t)roce[6] << 8 | roce[7];
+	bool v6 = !roce_gid_is_v4(g->dgid);
 	uint16_t port = 0;
 
 	if (!memcmp(g->sgid, g->dgid, 16))
-		port = uroce_rdv_direct_port(net->rdv, qpn, !roce_gid_is_v4(g->dgid));
+		port = qpn == ROCE_GSI_QPN ? mad_direct_port(net, roce, len, v6)
+					   : uroce_rdv_direct_port(net->rdv, qpn, v6);
 	return port ? port : g->dport;
 }
 
@@ -170,7 +193,7 @@ static int transmit(struct uroce_net *net, const struct uroce_udp *s, const stru
 	struct roce_ipudp w = *g;
 	int err;
 
-	w.dport = dest_port(net, g, roce);
+	w.dport = dest_port(net, g, roce, len);
 	if (net->pcap)
 		uroce_pcap_hold(net->pcap); /* recorded before any answer to it (pcap.h) */
 	err = uroce_udp_send(s, &w, roce, len);
@@ -587,12 +610,13 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
 static unsigned int gso_run(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *buf,
 			    const uint16_t *lens, unsigned int n, size_t *bytes)
 {
-	uint16_t port = dest_port(net, g, buf);
+	uint16_t port = dest_port(net, g, buf, lens[0]);
 	unsigned int k = 1;
 
 	*bytes = lens[0];
 	while (k < n && k < UROCE_UDP_GSO_SEGS && lens[k] <= lens[0] &&
-	       *bytes + lens[k] <= UROCE_UDP_GSO_MAX && dest_port(net, g, buf + *bytes) == port) {
+	       *bytes + lens[k] <= UROCE_UDP_GSO_MAX &&
+	       dest_port(net, g, buf + *bytes, lens[k]) == port) {
 		*bytes += lens[k];
 		if (lens[k++] < lens[0])
 			break; /* a shorter one ends the run */
@@ -634,7 +658,7 @@ static int send_gso_run(struct uroce_net *net, const struct uroce_udp *s,
 
 		roce_icrc_fill(&g, p, lens[j]);
 	}
-	w.dport = dest_port(net, g0, buf);
+	w.dport = dest_port(net, g0, buf, lens[0]);
 	if (net->pcap)
 		uroce_pcap_hold(net->pcap);
 	e = uroce_udp_send_gso(s, &w, buf, bytes, lens[0]);

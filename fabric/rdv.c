@@ -514,14 +514,21 @@ void rdv_forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *rx)
 		atomic_fetch_add(&r->forwarded, 1);
 }
 
-uint16_t uroce_rdv_direct_port(const struct uroce_rdv *r, uint32_t qpn, bool v6)
+uint16_t uroce_rdv_block_port(const struct uroce_rdv *r, uint32_t block, bool v6)
 {
 	uint32_t ports;
 
+	if (block >= UROCE_QPN_BLOCKS)
+		return 0;
+	ports = atomic_load_explicit(&r->ports[block], memory_order_relaxed);
+	return (uint16_t)(v6 ? ports >> 16 : ports & 0xFFFF);
+}
+
+uint16_t uroce_rdv_direct_port(const struct uroce_rdv *r, uint32_t qpn, bool v6)
+{
 	if (qpn == ROCE_GSI_QPN || qpn == ROCE_MCAST_QPN || qpn > ROCE_MCAST_QPN)
 		return 0;
-	ports = atomic_load_explicit(&r->ports[uroce_qpn_block(qpn)], memory_order_relaxed);
-	return (uint16_t)(v6 ? ports >> 16 : ports & 0xFFFF);
+	return uroce_rdv_block_port(r, uroce_qpn_block(qpn), v6);
 }
 
 enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx *rx)

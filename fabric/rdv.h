@@ -115,6 +115,13 @@ int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, const uint16_t own_por
 uint16_t uroce_rdv_direct_port(const struct uroce_rdv *r, uint32_t qpn, bool v6);
 
 /*
+ * The same for the process that owns QPN block @block, which for a CM message after the REQ is
+ * the tag of the receiver's communication ID (cm/route.h): such a MAD from an address of this
+ * host can go straight to its process too. 0 if none is known or @block is out of range.
+ */
+uint16_t uroce_rdv_block_port(const struct uroce_rdv *r, uint32_t block, bool v6);
+
+/*
  * This process sent the multicast datagram @rx (its own copy already delivered): hand it to the
  * host's other processes (hub: FRAME to each; else MCAST to the hub), without waiting. In a
  * callback (the receive lock held: uroce_progress_on_thread).

@@ -19,7 +19,9 @@
 # (two receivers and a sender in a multicast group, IPv4 then IPv6: every receiver gets every
 # message), killed (a server that is not the hub is killed mid-transfer: the host sends its
 # client a DREQ on its behalf, as the kernel does, and the client sees DISCONNECTED within a
-# second, not after its QP's retries).
+# second, not after its QP's retries), direct (a server that is the hub and its client: the CM
+# messages after the REQ go straight to the process whose communication ID they name, so the
+# hub forwards nothing at all).
 set -uo pipefail
 
 run=$1 sanitizer=$2 port=$3 name=$4
@@ -142,6 +144,23 @@ killed)
 	echo "the client ended $ms ms after the kill"
 	if ! grep -q "client DISCONNECT EVENT" "$dir/client.out" || ((ms > 1000)); then
 		echo "FAIL: killed: no prompt DISCONNECTED for the client" >&2
+		exit 1
+	fi
+	exit 0
+	;;
+direct)
+	UROCE_LOG=info timeout 30 "$run" rping -s -a 127.0.0.1 -p "$port" -C 10 >"$dir/server.out" 2>&1 &
+	server=$! # the hub
+	sleep 0.3
+	timeout 30 "$run" rping -c -a 127.0.0.1 -p "$port" -C 10 -V >"$dir/client.out" 2>&1
+	client_rc=$(rping_rc "$dir/client.out" $?)
+	wait $server
+	server_rc=$(rping_rc "$dir/server.out" $?)
+	server=
+	cat "$dir/server.out" "$dir/client.out"
+	if ((client_rc != 0 || server_rc != 0)) ||
+		! grep -q "(0 forwarded for other processes)" "$dir/server.out"; then
+		echo "FAIL: direct: client $client_rc, server $server_rc, or the hub forwarded" >&2
 		exit 1
 	fi
 	exit 0
