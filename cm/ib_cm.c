@@ -401,14 +401,28 @@ void cm_conn_handle_expiry(struct cm_conn *c, uint64_t now)
 		close_conn(c);
 }
 
-bool cm_conn_unreachable(struct cm_conn *c)
+bool cm_conn_unreachable(struct cm_conn *c, uint64_t now)
 {
-	if (c->state != CM_REQ_SENT && c->state != CM_SIDR_REQ_SENT)
+	switch (c->state) {
+	case CM_REQ_SENT:
+	case CM_SIDR_REQ_SENT:
+		c->send_now = false;
+		push_event(c, CM_EV_TIMEOUT, NULL);
+		close_conn(c);
+		return true;
+	case CM_DREQ_SENT:
+		/*
+		 * No CM on the peer's host at all, so nothing there holds the connection: what a
+		 * Linux host's CM answers to a DREQ for a connection it does not have, a DREP
+		 * (§4.9), ends it now instead of after the DREQ's retries (a minute).
+		 */
+		c->send_now = false;
+		enter_timewait(c, now);
+		push_event(c, CM_EV_DREP, NULL);
+		return true;
+	default:
 		return false;
-	c->send_now = false;
-	push_event(c, CM_EV_TIMEOUT, NULL);
-	close_conn(c);
-	return true;
+	}
 }
 
 bool cm_conn_event(struct cm_conn *c, struct cm_event *ev)

@@ -129,11 +129,13 @@ int cm_conn_reject(struct cm_conn *c, uint16_t reason, const void *pd, size_t le
 int cm_conn_disconnect(struct cm_conn *c, const void *pd, size_t len, uint64_t now);
 
 /*
- * Active: the network says the peer cannot be reached (an ICMP error for the REQ or SIDR_REQ):
- * one waiting for its answer fails now, as when out of retries (CM_EV_TIMEOUT), and true is
- * returned. Otherwise nothing happens: false.
+ * The network says no CM can be reached at the peer's address (an ICMP error for a MAD sent
+ * there): a REQ or SIDR_REQ waiting for its answer fails now, as when out of retries
+ * (CM_EV_TIMEOUT); a DREQ waiting for its DREP ends as if the DREP came (CM_EV_DREP, then
+ * time-wait), since nothing there holds the connection. Returns true for those; otherwise
+ * nothing happens: false.
  */
-bool cm_conn_unreachable(struct cm_conn *c);
+bool cm_conn_unreachable(struct cm_conn *c, uint64_t now);
 
 /* Passive: data arrived on the QP before the RTU (COMM_EST): established, CM_EV_RTU. */
 void cm_conn_established(struct cm_conn *c);

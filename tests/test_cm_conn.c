@@ -317,6 +317,33 @@ Test(cm_conn, both_disconnect_at_once)
 	cr_assert_eq(w.s[0].events[CM_EV_TIMEWAIT_EXIT] + w.s[1].events[CM_EV_TIMEWAIT_EXIT], 2);
 }
 
+/*
+ * The peer's host no longer runs any CM (its process exited after our DREQ's DREP was lost):
+ * the ICMP error for the repeated DREQ ends the disconnection as a DREP would, not the retries.
+ */
+Test(cm_conn, dreq_to_a_host_without_cm_ends_at_the_icmp_error)
+{
+	static struct world w;
+
+	setup(&w, 9);
+	connect(&w);
+	run(&w, 10 * SECOND);
+	cr_assert_eq(w.s[0].c.state, CM_ESTABLISHED);
+	w.s[1].present = false;
+	cr_assert_eq(cm_conn_disconnect(&w.s[0].c, NULL, 0, w.now), 0);
+	while (w.s[0].sent[CM_ATTR_DREQ] < 2) /* the DREQ and a repeat go unanswered */
+		cr_assert(step(&w));
+	cr_assert_eq(w.s[0].c.state, CM_DREQ_SENT);
+	cr_assert(cm_conn_unreachable(&w.s[0].c, w.now));
+	run(&w, 60 * SECOND);
+	cr_assert_eq(w.s[0].events[CM_EV_DREP], 1);
+	cr_assert_eq(w.s[0].events[CM_EV_TIMEOUT], 0);
+	cr_assert_eq(w.s[0].events[CM_EV_TIMEWAIT_EXIT], 1);
+	cr_assert_eq(w.s[0].c.state, CM_CLOSED);
+	cr_assert_lt(w.s[0].sent[CM_ATTR_DREQ], 16, "the DREQ was repeated to the end");
+	cr_assert_not(cm_conn_unreachable(&w.s[0].c, w.now), "a closed connection is left alone");
+}
+
 Test(cm_conn, sidr_answer_and_timeout)
 {
 	static struct world w;

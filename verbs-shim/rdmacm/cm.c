@@ -642,8 +642,10 @@ static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 }
 
 /*
- * The engine's progress thread: an ICMP error for a MAD sent to @gid. A request waiting there
- * fails now with that error rather than after its retries (the kernel's CM waits them out).
+ * The engine's progress thread: an ICMP error for a MAD sent to @gid, whose host then runs no
+ * CM. A request waiting there fails now with that error rather than after its retries (the
+ * kernel's CM waits them out); a DREQ waiting for its DREP ends as if it came, as the kernel's
+ * CM on that host would have answered (cm_conn_unreachable).
  */
 static void on_unreachable(void *arg, const uint8_t gid[16], int err)
 {
@@ -651,7 +653,7 @@ static void on_unreachable(void *arg, const uint8_t gid[16], int err)
 	pthread_mutex_lock(&cm.lock);
 	for (struct cma_conn *c = cm.conns, *after; c; c = after) {
 		after = c->next;
-		if (!memcmp(c->dgid, gid, 16) && cm_conn_unreachable(&c->cm)) {
+		if (!memcmp(c->dgid, gid, 16) && cm_conn_unreachable(&c->cm, now_ns())) {
 			c->unreachable = err; /* the status deliver() reports */
 			settle(c);
 		}
