@@ -113,16 +113,19 @@ Test(net, alone_it_is_the_hub_with_distinct_qpns, .init = open_24800, .fini = cl
 		     0);
 }
 
-/* Send a UD packet to our own @qpn over @v6 and check what arrives. */
-static void loop_one(int v6, uint32_t qpn, int n)
+/*
+ * Send a UD packet to our own @qpn over @v6 with @tos and @ttl and check what arrives (TOS and
+ * TTL as the receiving socket read them from the IP header).
+ */
+static void loop_one(int v6, uint32_t qpn, int n, uint8_t tos, uint8_t ttl)
 {
 	struct roce_ipudp f = fabric_test_loopback(v6);
 	uint8_t pkt[128];
 	size_t len = fabric_test_ud(pkt, sizeof(pkt), qpn, 0x42, 77, "hello!", 6);
 	struct got *g;
 
-	f.tos = 0x68; /* DSCP 26 */
-	f.ttl = 9;
+	f.tos = tos;
+	f.ttl = ttl;
 	cr_assert_eq(uroce_net_send(net, &f, pkt, len), 0);
 	g = wait_got(n);
 	cr_assert_eq(g->len, len);
@@ -132,8 +135,8 @@ static void loop_one(int v6, uint32_t qpn, int n)
 	cr_assert_eq(g->ip.dport, port);
 	cr_assert_neq(g->ip.sport, port);
 	cr_assert_neq(g->ip.sport, 0);
-	cr_assert_eq(g->ip.tos, 0x68);
-	cr_assert_eq(g->ip.ttl, 9);
+	cr_assert_eq(g->ip.tos, tos);
+	cr_assert_eq(g->ip.ttl, ttl);
 	cr_assert_eq(g->ip.ip_id, 0);
 	cr_assert_eq(g->ip.ip_frag, v6 ? 0 : ROCE_IPV4_DF);
 	/* As sent: ROCE_ICRC_OK, not a recovered ID. */
@@ -150,12 +153,19 @@ Test(net, loopback_ipv4_and_ipv6, .init = open_24801, .fini = close_net)
 	struct uroce_net_stats st;
 	uint32_t qpn;
 
+	/* DSCP 26 and TTL 9; the sockets' own 0 and 64, sent without control messages (udp.c);
+	 * each alone. */
+	static const uint8_t tos_ttl[][2] = {{0x68, 9}, {0, 64}, {0, 255}, {0x60, 64}};
+
 	cr_assert_eq(uroce_net_alloc_qpn(net, &qpn), 0);
-	loop_one(0, qpn, 1);
-	if (fabric_test_have_ipv6())
-		loop_one(1, qpn, 2);
-	else
-		cr_log_warn("no IPv6 on this host: only IPv4 tested");
+	for (int v6 = 0; v6 < 2; v6++) {
+		if (v6 && !fabric_test_have_ipv6()) {
+			cr_log_warn("no IPv6 on this host: only IPv4 tested");
+			break;
+		}
+		for (size_t i = 0; i < sizeof(tos_ttl) / sizeof(tos_ttl[0]); i++)
+			loop_one(v6, qpn, ngot + 1, tos_ttl[i][0], tos_ttl[i][1]);
+	}
 	stats(&st);
 	cr_assert_eq(st.tx_packets, (uint64_t)ngot);
 	cr_assert_eq(st.rx_packets, (uint64_t)ngot);
