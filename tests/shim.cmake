@@ -49,6 +49,19 @@ if(UROCE_SANITIZE STREQUAL "address")
                        "ASAN_OPTIONS=use_sigaltstack=0")
 endif()
 
+# Each unit test process that starts the engine has a RoCE port of its own (UROCE_UDP_PORT
+# 26001..): tests that run at once (ctest -j) would otherwise share one host rendezvous and its
+# hub takeovers as their processes come and go, and a REQ expecting REJ 8 at once could meet a
+# new hub's hold (test_shim_mad failed so under ASan, 1 run in 10 with -j4). test_rdmacm_conn
+# keeps 4791, where tshark recognises RoCE in its captures, and is the only one there.
+set(_port 26000)
+foreach(_t test_shim_device test_shim_mr test_shim_cq test_shim_qp test_shim_xrc
+           test_shim_port_events test_shim_fork test_shim_progress test_shim_mcast
+           test_shim_extras test_shim_mad test_rdmacm_basics)
+  math(EXPR _port "${_port} + 1")
+  set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT UROCE_UDP_PORT=${_port})
+endforeach()
+
 # Tests that run a program as a server and a client process through uroce-run (SCRIPT, see
 # shim/two-procs.sh): one test PREFIX_NAME per "NAME|TCP port|program and arguments" of LIST.
 function(uroce_two_process_tests prefix script list)
