@@ -23,6 +23,15 @@ bool cm_gsi_accepts(const struct roce_pkt *pkt)
 	       pkt->deth.qkey == CM_QP1_QKEY && pkt->payload_len >= CM_MAD_LEN;
 }
 
+const uint8_t *cm_gsi_mad(const uint8_t *roce, size_t len)
+{
+	struct roce_pkt pkt;
+
+	if (roce_decode(roce, len, &pkt) != ROCE_OK || !cm_gsi_accepts(&pkt))
+		return NULL;
+	return pkt.payload;
+}
+
 struct cm_route cm_route_of(const uint8_t *mad, size_t len)
 {
 	struct cm_route r = {.kind = CM_ROUTE_NONE};

@@ -36,6 +36,9 @@ struct cm_route {
 /* Whether @pkt is what a Linux GSI takes (§4.1, §1.10): UD SEND Only, QP 1's Q_Key, a whole MAD. */
 bool cm_gsi_accepts(const struct roce_pkt *pkt);
 
+/* The MAD in the RoCE packet @roce (@len bytes, BTH to ICRC) if a GSI takes it, else NULL. */
+const uint8_t *cm_gsi_mad(const uint8_t *roce, size_t len);
+
 /* Where the MAD at @mad (@len bytes) goes. Never fails: a bad one is CM_ROUTE_NONE. */
 struct cm_route cm_route_of(const uint8_t *mad, size_t len);
 

@@ -149,12 +149,6 @@ static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_
 }
 
 /*
- * The UDP port a datagram to @g leaves for: the RoCE port, or, for a QP of a process of this
- * host reached from the very address it is sent from, that process's own socket, past the hub
- * (rdv.h). The ICRC and the capture keep the RoCE port: it is what a wire would carry, and the
- * receiver puts it back (on_datagram).
- */
-/*
  * A CM message to QP 1 at this host's own address that names the receiver's communication ID
  * (every one after the REQ): the own port of the process whose tag the ID carries, or 0. It
  * would reach that process through the hub anyway (fabric/rdv_cm.c), a hop and a wake-up
@@ -162,17 +156,23 @@ static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_
  */
 static uint16_t mad_direct_port(struct uroce_net *net, const uint8_t *roce, size_t len, bool v6)
 {
-	struct roce_pkt pkt;
+	const uint8_t *mad = cm_gsi_mad(roce, len);
 	struct cm_route route;
 
-	if (roce_decode(roce, len, &pkt) != ROCE_OK || !cm_gsi_accepts(&pkt))
+	if (!mad)
 		return 0;
-	route = cm_route_of(pkt.payload, pkt.payload_len);
+	route = cm_route_of(mad, CM_MAD_LEN);
 	return route.kind == CM_ROUTE_COMM_ID
 		       ? uroce_rdv_block_port(net->rdv, cm_comm_tag(route.comm_id), v6)
 		       : 0;
 }
 
+/*
+ * The UDP port a datagram to @g leaves for: the RoCE port, or, for a QP of a process of this
+ * host reached from the very address it is sent from, that process's own socket, past the hub
+ * (rdv.h). The ICRC and the capture keep the RoCE port: it is what a wire would carry, and the
+ * receiver puts it back (on_datagram).
+ */
 static uint16_t dest_port(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce,
 			  size_t len)
 {

@@ -215,12 +215,7 @@ static struct rdv_svc *listener(struct uroce_rdv *r, uint64_t sid, const uint8_t
 /* The MAD in @rx if it is one a GSI takes, else NULL. */
 static const uint8_t *mad_of(const struct uroce_rx *rx)
 {
-	struct roce_pkt pkt;
-
-	if (rx->icrc == ROCE_ICRC_BAD || roce_decode(rx->roce, rx->len, &pkt) != ROCE_OK ||
-	    !cm_gsi_accepts(&pkt))
-		return NULL;
-	return pkt.payload;
+	return rx->icrc == ROCE_ICRC_BAD ? NULL : cm_gsi_mad(rx->roce, rx->len);
 }
 
 /* Deliver to @owner: this process (NULL) or another. */

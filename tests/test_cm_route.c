@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cm/route.h"
+#include "tests/support/frames.h"
 #include "tests/support/vectors.h"
 
 static struct test_vector vectors[32];
@@ -73,6 +74,31 @@ Test(cm_route, other_mads_are_not_routed)
 	memcpy(mad, mad_of(1), CM_MAD_LEN);
 	mad[17] = 0x01; /* ClassPortInfo */
 	cr_assert_eq(cm_route_of(mad, CM_MAD_LEN).kind, CM_ROUTE_NONE);
+}
+
+/* The RoCE packet (BTH to ICRC) of reference frame @frame. */
+static const uint8_t *roce_of(int frame, size_t *len)
+{
+	for (int i = 0; i < nvectors; i++)
+		if (vectors[i].frame == frame)
+			return test_roce_of_frame(vectors[i].bytes, vectors[i].len, len);
+	cr_assert_fail("no frame %d in vectors.json", frame);
+	return NULL;
+}
+
+/* The MAD a GSI takes from a packet: a CM frame's, not an RC SEND's or a UD one to another Q_Key.
+ */
+Test(cm_route, gsi_mad_of_a_packet)
+{
+	size_t len;
+	const uint8_t *roce = roce_of(2, &len);
+
+	cr_assert_eq(cm_gsi_mad(roce, len), roce + 20, "REP: the MAD after BTH and DETH");
+	cr_assert_null(cm_gsi_mad(roce, len - 5), "a truncated one");
+	roce = roce_of(4, &len);
+	cr_assert_null(cm_gsi_mad(roce, len), "RC SEND");
+	roce = roce_of(18, &len);
+	cr_assert_null(cm_gsi_mad(roce, len), "UD SEND to another QP's Q_Key");
 }
 
 Test(cm_route, comm_ids_carry_the_tag)
