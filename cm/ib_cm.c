@@ -79,6 +79,14 @@ static void close_conn(struct cm_conn *c)
 	c->deadline = 0;
 }
 
+/* Our DREQ is answered: @m the DREP, or NULL when no CM is left there (cm_conn_unreachable). */
+static void dreq_answered(struct cm_conn *c, const struct cm_msg *m, uint64_t now)
+{
+	c->send_now = false;
+	enter_timewait(c, now);
+	push_event(c, CM_EV_DREP, m);
+}
+
 int cm_conn_connect(struct cm_conn *c, const struct cm_req *req, uint64_t tid, uint64_t now)
 {
 	struct cm_msg *m;
@@ -336,9 +344,7 @@ bool cm_conn_read(struct cm_conn *c, const struct cm_msg *m, uint64_t now)
 	case CM_ATTR_DREP:
 		if (c->state != CM_DREQ_SENT)
 			return false;
-		c->send_now = false;
-		enter_timewait(c, now);
-		push_event(c, CM_EV_DREP, m);
+		dreq_answered(c, m, now);
 		return true;
 	case CM_ATTR_SIDR_REP:
 		if (c->state != CM_SIDR_REQ_SENT)
@@ -416,9 +422,7 @@ bool cm_conn_unreachable(struct cm_conn *c, uint64_t now)
 		 * Linux host's CM answers to a DREQ for a connection it does not have, a DREP
 		 * (§4.9), ends it now instead of after the DREQ's retries (a minute).
 		 */
-		c->send_now = false;
-		enter_timewait(c, now);
-		push_event(c, CM_EV_DREP, NULL);
+		dreq_answered(c, NULL, now);
 		return true;
 	default:
 		return false;

@@ -309,9 +309,9 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 		.msg_control = control.buf,
 	};
 	int tos = f->tos, ttl = f->ttl, err;
+	bool mcast = roce_gid_is_multicast(f->dgid);
 	/* Multicast has TTLs of its own (IP_MULTICAST_TTL): always said. */
-	bool say_tos = tos != DEFAULT_TOS || roce_gid_is_multicast(f->dgid);
-	bool say_ttl = ttl != DEFAULT_TTL || roce_gid_is_multicast(f->dgid);
+	bool say_tos = tos != DEFAULT_TOS || mcast, say_ttl = ttl != DEFAULT_TTL || mcast;
 
 	memset(&control, 0, sizeof(control));
 	if (s->family == AF_INET) {
@@ -324,7 +324,7 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 		msg.msg_namelen = sizeof(*sin);
 		memcpy(&pi.ipi_spec_dst, f->sgid + 12, 4);
 		/* Multicast leaves through the source address's interface only. */
-		if (roce_gid_is_multicast(f->dgid))
+		if (mcast)
 			pi.ipi_ifindex = (int)ifindex_of(f->sgid);
 		put_cmsg(&msg, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 		if (say_tos)
@@ -342,7 +342,7 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 		msg.msg_namelen = sizeof(*sin6);
 		memcpy(&pi.ipi6_addr, f->sgid, 16);
 		/* A link-local or multicast destination: through the source address's interface. */
-		if (is_link_local(f->dgid) || roce_gid_is_multicast(f->dgid)) {
+		if (is_link_local(f->dgid) || mcast) {
 			sin6->sin6_scope_id = ifindex_of(f->sgid);
 			pi.ipi6_ifindex = sin6->sin6_scope_id;
 		}

@@ -53,7 +53,8 @@ Test(rdmacm_htab, grows_and_finds_every_entry)
 
 Test(rdmacm_htab, entries_with_one_hash_are_all_found)
 {
-	struct item a = {.key = 1}, b = {.key = 2}, c = {.key = 3}, other = {.key = 4};
+	struct item a = {.key = 1}, b = {.key = 2}, c = {.key = 3}, other = {.key = 4},
+		    never = {.key = 5};
 	struct cma_htab t = {0};
 	int seen = 0;
 
@@ -68,8 +69,10 @@ Test(rdmacm_htab, entries_with_one_hash_are_all_found)
 	cr_assert_eq(seen, 3);
 	cma_htab_remove(&t, &b.link);
 	cr_assert(holds(&t, &a) && !holds(&t, &b) && holds(&t, &c) && holds(&t, &other));
-	cma_htab_remove(&t, &b.link); /* not there: nothing */
+	cma_htab_remove(&t, &b.link);     /* not there: nothing */
+	cma_htab_remove(&t, &never.link); /* never put in (zeroed): nothing */
 	cr_assert_eq(t.count, 3);
+	cr_assert(holds(&t, &a) && holds(&t, &c) && holds(&t, &other));
 	free(t.slots);
 }
 

@@ -57,7 +57,6 @@ struct cma_conn {
 	struct cma_conn *next, **pprev; /* cm.conns */
 	struct cma_hlink by_local;      /* cm.by_local: our comm ID */
 	struct cma_hlink by_peer;       /* cm.by_peer (passive only): the peer's ID and GID */
-	bool peer_indexed;
 };
 
 #define CONN_OF(link, member)                                                                      \
@@ -378,7 +377,7 @@ static struct cma_conn *conn_by_peer(bool sidr, uint32_t id, const uint8_t gid[1
 static void index_peer(struct cma_conn *c, uint32_t id)
 {
 	/* Without memory a repeated request is not recognised: it is refused as a new one is. */
-	c->peer_indexed = !cma_htab_insert(&cm.by_peer, &c->by_peer, peer_hash(id, c->dgid));
+	(void)cma_htab_insert(&cm.by_peer, &c->by_peer, peer_hash(id, c->dgid));
 }
 
 static void unlink_conn(struct cma_conn *c)
@@ -387,8 +386,7 @@ static void unlink_conn(struct cma_conn *c)
 	if (c->next)
 		c->next->pprev = c->pprev;
 	cma_htab_remove(&cm.by_local, &c->by_local);
-	if (c->peer_indexed)
-		cma_htab_remove(&cm.by_peer, &c->by_peer);
+	cma_htab_remove(&cm.by_peer, &c->by_peer); /* nothing for a link never put in */
 }
 
 /* Tell the host when the connection becomes or stops being established. Locked. */

@@ -33,7 +33,7 @@ uint64_t cma_htab_hash(const void *key, size_t len);
  */
 int cma_htab_insert(struct cma_htab *t, struct cma_hlink *l, uint64_t hash);
 
-/* Take @l out of @t; nothing if it is not there. */
+/* Take @l out of @t; nothing if it is not there (also a zeroed link never inserted). */
 void cma_htab_remove(struct cma_htab *t, struct cma_hlink *l);
 
 /* The first link of @t with @hash, or NULL; cma_htab_next() gives the next with the same. */
