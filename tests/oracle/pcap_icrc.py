@@ -8,19 +8,14 @@ finds the BTH. Frames sent as UDP GSO trains carry the IPv4 IDs the kernel gave 
 """
 import sys
 
-from roce_icrc import fail, require_scapy, verify_pcap
+from roce_icrc import bind_roce_port, fail, require_scapy, verify_pcap
 
 
 def main():
     if len(sys.argv) not in (2, 3):
         fail("usage: pcap_icrc.py FILE [UDP_PORT]")
     require_scapy()
-    port = int(sys.argv[2]) if len(sys.argv) == 3 else 4791
-    if port != 4791:
-        from scapy.contrib.roce import BTH
-        from scapy.layers.inet import UDP
-        from scapy.packet import bind_layers
-        bind_layers(UDP, BTH, dport=port)
+    bind_roce_port(int(sys.argv[2]) if len(sys.argv) == 3 else 4791)
     n = verify_pcap(sys.argv[1], want_valid=True)
     print(f"ok: {n} ICRCs verified")
 

@@ -14,7 +14,7 @@ import collections
 import subprocess
 import sys
 
-from roce_icrc import fail, require_scapy, verify_pcap
+from roce_icrc import bind_roce_port, fail, require_scapy, verify_pcap
 
 # CM attribute IDs (PROTOCOL.md §4.3).
 REQ, REJ, REP, RTU, DREQ, DREP, SIDR_REQ, SIDR_REP = (
@@ -193,11 +193,7 @@ def main():
         fail("usage: pcap_samples.py DIR [UDP_PORT]")
     require_scapy()
     port = int(sys.argv[2]) if len(sys.argv) == 3 else 4791
-    if port != 4791:
-        from scapy.contrib.roce import BTH
-        from scapy.layers.inet import UDP
-        from scapy.packet import bind_layers
-        bind_layers(UDP, BTH, dport=port)
+    bind_roce_port(port)
     for name, what in SAMPLES.items():
         check(f"{sys.argv[1]}/{name}.pcap", port, what)
 

@@ -27,6 +27,15 @@ def require_scapy():
              f"run with /usr/bin/python3, not {sys.executable}): {e}")
 
 
+def bind_roce_port(port):
+    """Have scapy decode UDP datagrams to @port as RoCE too (it knows 4791 already)."""
+    if port != 4791:
+        from scapy.contrib.roce import BTH
+        from scapy.layers.inet import UDP
+        from scapy.packet import bind_layers
+        bind_layers(UDP, BTH, dport=port)
+
+
 def read_frames(path):
     """The frames of a pcap file, as bytes (scapy's reader: ns and µs pcaps)."""
     from scapy.utils import RawPcapReader
