@@ -14,6 +14,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../tests/shim/rdma-cm-ready.sh" # wait_rdma_cm_listen
 . "$here/../tests/shim/rping-race.sh"    # rping_rc
+bounded=$here/../tests/shim/bounded.sh # timeout(1) that reports where a program hung
 
 # UROCE_FAULTS for the two samples of loss: faults.c's seeded generator loses the second packet
 # the faulty process sends and none of the 38 after it (loss=0.1: seed 923 is the first with
@@ -79,10 +80,10 @@ pair() {
 	[[ -n ${client_faults:-} ]] && copt+=(--faults "$client_faults")
 	[[ $side == server ]] && sopt+=(--pcap "$out/$name.pcap") || copt+=(--pcap "$out/$name.pcap")
 	rm -f "$out/$name.pcap"
-	timeout 30 "$run" "${sopt[@]}" "${server[@]}" >"$work/$name.server" 2>&1 &
+	"$bounded" 30 "$run" "${sopt[@]}" "${server[@]}" >"$work/$name.server" 2>&1 &
 	pid=$!
 	await_server "$name" "$ready" "$port" || fail "$name" "the server did not start"
-	timeout 30 "$run" "${copt[@]}" "${client[@]}" >"$work/$name.client" 2>&1
+	"$bounded" 30 "$run" "${copt[@]}" "${client[@]}" >"$work/$name.client" 2>&1
 	crc=$?
 	wait $pid
 	src=$?
@@ -105,10 +106,10 @@ pair rc-ops server rdma_cm $tcp
 # and the hub's REJ rather than the REJ sent to itself and received.
 name=reject-no-listener
 rm -f "$out/$name.pcap"
-timeout 30 "$run" --log info rping -s -a 127.0.0.1 -p $((tcp + 1)) >"$work/$name.server" 2>&1 &
+"$bounded" 30 "$run" --log info rping -s -a 127.0.0.1 -p $((tcp + 1)) >"$work/$name.server" 2>&1 &
 pid=$!
 await_server $name rdma_cm $((tcp + 1)) || fail $name "the idle server did not start"
-timeout 30 "$run" --pcap "$out/$name.pcap" rdma_client -s 127.0.0.1 -p $((tcp + 2)) \
+"$bounded" 30 "$run" --pcap "$out/$name.pcap" rdma_client -s 127.0.0.1 -p $((tcp + 2)) \
 	>"$work/$name.client" 2>&1
 grep -q "rdma_connect: Connection refused" "$work/$name.client" ||
 	fail $name "rdma_client was not refused"

@@ -202,7 +202,7 @@ else
 		sleep 0.05
 	done
 fi
-ip netns exec "$a" env "${env[@]}" timeout 90 "$run" "$client_prog" "${client_args[@]}" \
+ip netns exec "$a" env "${env[@]}" "$(dirname "$0")/../shim/bounded.sh" 90 "$run" "$client_prog" "${client_args[@]}" \
 	>"$dir/client.out" 2>&1
 client_rc=$?
 [[ $prog == cmtime ]] && kill -INT "$server" # its server runs until stopped (rdma-core 44)

@@ -33,7 +33,7 @@ two_procs() {
 			sleep 0.05
 		done
 	fi
-	timeout 60 "$run" "$prog" -p "$port" "$@" 127.0.0.1 >"$dir/client.out" 2>&1
+	"$(dirname "${BASH_SOURCE[0]}")/bounded.sh" 60 "$run" "$prog" -p "$port" "$@" 127.0.0.1 >"$dir/client.out" 2>&1
 	client_rc=$?
 	wait $server
 	server_rc=$?
