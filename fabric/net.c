@@ -817,6 +817,12 @@ int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct ur
 	return err;
 }
 
+int uroce_net_service_async(struct uroce_net *net, enum uroce_service_op op,
+			    const struct uroce_service *s, uroce_service_done_fn fn, void *arg)
+{
+	return uroce_rdv_service_async(net->rdv, op, s, fn, arg);
+}
+
 void uroce_net_cm_conn(struct uroce_net *net, bool up, const struct uroce_cm_conn *c)
 {
 	uroce_rdv_cm_conn(net->rdv, up, c);

@@ -243,6 +243,22 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
  */
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s);
 
+/*
+ * The hub's answer to an asynchronous request: uroce_net_service's error and, after a BIND,
+ * the binding with its port. Called on the progress thread, with no lock of the engine held.
+ */
+typedef void (*uroce_service_done_fn)(void *arg, int err, const struct uroce_service *s);
+
+/*
+ * @op on @s as uroce_net_service, without waiting: @fn (if not NULL) gets the answer later.
+ * Requests of a process reach the hub in the order they were made, waiting or not, so a BIND
+ * made after an UNBIND of the same port is answered after it. One made by another process may
+ * still find the port taken for the moment the UNBIND is on its way. Returns 0 (queued), or
+ * ENOMEM or the error that made the rendezvous unusable (nothing queued, @fn not called).
+ */
+int uroce_net_service_async(struct uroce_net *net, enum uroce_service_op op,
+			    const struct uroce_service *s, uroce_service_done_fn fn, void *arg);
+
 /* An established CM connection of this process (uroce_net_cm_conn). */
 struct uroce_cm_conn {
 	uint32_t local_id, remote_id; /* communication IDs: this process's, the peer's */

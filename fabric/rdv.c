@@ -151,6 +151,7 @@ static void set_fatal(struct uroce_rdv *r, int err)
 	r->fatal = err;
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
+	rdv_cm_fail(r, err);
 }
 
 /* Wake the threads waiting in uroce_rdv_request_block(): a grant, or no block left. */

@@ -159,6 +159,10 @@ enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx 
 /* uroce_net_service(), through the hub. */
 int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroce_service *s);
 
+/* uroce_net_service_async(), through the hub. */
+int uroce_rdv_service_async(struct uroce_rdv *r, enum uroce_service_op op,
+			    const struct uroce_service *s, uroce_service_done_fn fn, void *arg);
+
 /* uroce_net_cm_conn(), through the hub. */
 void uroce_rdv_cm_conn(struct uroce_rdv *r, bool up, const struct uroce_cm_conn *c);
 

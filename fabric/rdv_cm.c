@@ -19,13 +19,20 @@
 #define EPHEMERAL_FIRST 32768u
 #define EPHEMERAL_LAST  60999u
 
-/* An application thread's request, on its stack while it is in r->svc_wanted or svc_sent. */
+/*
+ * An application thread's request while it is in r->svc_wanted or svc_sent: on the stack of a
+ * thread waiting for it, or (detached, uroce_rdv_service_async) on the heap, where its answer
+ * goes to @fn and frees it.
+ */
 struct rdv_svc_req {
 	enum uroce_service_op op;
 	struct uroce_service svc;
 	uint32_t seq;
 	int err;
 	bool done;
+	bool detached;
+	uroce_service_done_fn fn; /* detached: told the answer (may be NULL) */
+	void *arg;
 	struct rdv_svc_req *next;
 };
 
@@ -455,7 +462,10 @@ void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c)
 			i++;
 }
 
-/* Answer @q with @err (and its port). Locked. */
+/*
+ * Answer @q with @err (and its port). Locked. A detached request goes to r->svc_finished, whose
+ * callbacks run_finished() calls once the lock is released (a callback may make requests).
+ */
 static void complete(struct uroce_rdv *r, struct rdv_svc_req *q, int err, uint16_t port)
 {
 	if (!err) {
@@ -464,7 +474,31 @@ static void complete(struct uroce_rdv *r, struct rdv_svc_req *q, int err, uint16
 	}
 	q->err = err;
 	q->done = true;
+	if (q->detached) {
+		q->next = r->svc_finished;
+		r->svc_finished = q;
+		return;
+	}
 	pthread_cond_broadcast(&r->cond);
+}
+
+/* The callbacks of the detached requests answered so far, then their memory. Unlocked. */
+static void run_finished(struct uroce_rdv *r)
+{
+	struct rdv_svc_req *q;
+
+	pthread_mutex_lock(&r->lock);
+	q = r->svc_finished;
+	r->svc_finished = NULL;
+	pthread_mutex_unlock(&r->lock);
+	while (q) {
+		struct rdv_svc_req *next = q->next;
+
+		if (q->fn)
+			q->fn(q->arg, q->err, &q->svc);
+		free(q);
+		q = next;
+	}
 }
 
 void rdv_cm_done(struct uroce_rdv *r, size_t n)
@@ -486,6 +520,7 @@ void rdv_cm_done(struct uroce_rdv *r, size_t n)
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
+	run_finished(r);
 }
 
 void rdv_cm_serve(struct uroce_rdv *r)
@@ -523,6 +558,22 @@ void rdv_cm_serve(struct uroce_rdv *r)
 		rdv_up_send(r, &m, sizeof(m));
 	}
 	pthread_mutex_unlock(&r->lock);
+	run_finished(r);
+}
+
+void rdv_cm_fail(struct uroce_rdv *r, int err)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->svc_wanted || r->svc_sent) {
+		struct rdv_svc_req **head = r->svc_wanted ? &r->svc_wanted : &r->svc_sent;
+		struct rdv_svc_req *q = *head;
+
+		*head = q->next;
+		complete(r, q, err, 0);
+	}
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	run_finished(r);
 }
 
 void rdv_cm_requeue(struct uroce_rdv *r)
@@ -570,6 +621,17 @@ void rdv_cm_own_block(struct uroce_rdv *r, uint32_t block)
 	}
 }
 
+static void free_detached(struct rdv_svc_req *q)
+{
+	while (q) {
+		struct rdv_svc_req *next = q->next;
+
+		if (q->detached)
+			free(q);
+		q = next;
+	}
+}
+
 void rdv_cm_free(struct uroce_rdv *r)
 {
 	free(r->dir);
@@ -582,6 +644,9 @@ void rdv_cm_free(struct uroce_rdv *r)
 		r->notes = note->next;
 		free(note);
 	}
+	/* Detached requests never answered: the process is ending or its engine stopping. */
+	free_detached(r->svc_wanted);
+	free_detached(r->svc_sent);
 }
 
 void uroce_rdv_cm_conn(struct uroce_rdv *r, bool up, const struct uroce_cm_conn *c)
@@ -619,11 +684,43 @@ static void unlink_req(struct rdv_svc_req **head, struct rdv_svc_req *q)
 	}
 }
 
+/* Queue @q (its number given here) to be sent, or served by the hub. Locked. */
+static void enqueue(struct uroce_rdv *r, struct rdv_svc_req *q)
+{
+	struct rdv_svc_req **pp;
+	uint64_t one = 1;
+
+	q->seq = ++r->svc_seq ? r->svc_seq : ++r->svc_seq;
+	/* At the tail: requests are served in the order they were made. */
+	for (pp = &r->svc_wanted; *pp; pp = &(*pp)->next)
+		;
+	*pp = q;
+	(void)!nc_write(r->evfd, &one, sizeof(one));
+}
+
+int uroce_rdv_service_async(struct uroce_rdv *r, enum uroce_service_op op,
+			    const struct uroce_service *s, uroce_service_done_fn fn, void *arg)
+{
+	struct rdv_svc_req *q = calloc(1, sizeof(*q));
+	int err;
+
+	if (!q)
+		return ENOMEM;
+	*q = (struct rdv_svc_req){.op = op, .svc = *s, .detached = true, .fn = fn, .arg = arg};
+	pthread_mutex_lock(&r->lock);
+	err = r->fatal;
+	if (!err)
+		enqueue(r, q);
+	pthread_mutex_unlock(&r->lock);
+	if (err)
+		free(q);
+	return err;
+}
+
 int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroce_service *s)
 {
-	struct rdv_svc_req q = {.op = op, .svc = *s}, **pp;
+	struct rdv_svc_req q = {.op = op, .svc = *s};
 	struct timespec deadline;
-	uint64_t one = 1;
 	int err = 0;
 
 	if (uroce_progress_on_thread(r->progress)) {
@@ -642,12 +739,7 @@ int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroc
 		err = r->fatal;
 		goto out;
 	}
-	q.seq = ++r->svc_seq ? r->svc_seq : ++r->svc_seq;
-	/* At the tail: requests are served in the order they were made. */
-	for (pp = &r->svc_wanted; *pp; pp = &(*pp)->next)
-		;
-	*pp = &q;
-	(void)!nc_write(r->evfd, &one, sizeof(one));
+	enqueue(r, &q);
 	while (!q.done && !r->fatal && !err)
 		err = pthread_cond_timedwait(&r->cond, &r->lock, &deadline);
 	if (q.done) {

@@ -94,6 +94,7 @@ struct uroce_rdv {
 	uint32_t nheld, held_cap;
 	uint16_t next_port;                        /* hub: the next ephemeral port to try */
 	struct rdv_svc_req *svc_wanted, *svc_sent; /* lock: requests to send, sent */
+	struct rdv_svc_req *svc_finished;          /* lock: detached ones answered (rdv_cm.c) */
 	uint32_t svc_seq;                          /* lock: the last request's number */
 	struct rdv_note *notes, **notes_tail;      /* lock: CONN notes to send */
 	struct rdv_cm_conns *my_conns; /* this process's established connections, for a new hub */
@@ -167,6 +168,9 @@ void rdv_cm_serve(struct uroce_rdv *r);
 
 /* The hub has gone: what it did not answer is asked again of the next. */
 void rdv_cm_requeue(struct uroce_rdv *r);
+
+/* The rendezvous cannot go on (@err): every request waiting for an answer gets @err. */
+void rdv_cm_fail(struct uroce_rdv *r, int err);
 
 /* This process has become the hub: the directory starts with its own bindings. */
 int rdv_cm_became_hub(struct uroce_rdv *r);

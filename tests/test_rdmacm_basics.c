@@ -642,3 +642,55 @@ Test(rdmacm, backlog_and_listener_destroyed_with_requests)
 		rdma_destroy_id(c[i]);
 	rdma_destroy_event_channel(ch);
 }
+
+/*
+ * A resolution that binds its id does not wait for the hub (addr.c): many are out at once, and
+ * each gets its ADDR_RESOLVED with a port of its own; an id destroyed before its answer gets no
+ * event; the port of a destroyed id is free to a bind made after the destroy (the UNBIND is not
+ * waited for, but goes to the hub before that BIND).
+ */
+Test(rdmacm, resolutions_overlap_and_ports_come_back)
+{
+	enum { N = 64 };
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id[N], *gone, *b;
+	struct sockaddr_in dst = lo4(7471), sin;
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	uint16_t port[N];
+	bool got[N] = {false};
+
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(rdma_create_id(ch, &id[i], NULL, RDMA_PS_TCP), 0);
+		cr_assert_eq(rdma_resolve_addr(id[i], NULL, (struct sockaddr *)&dst, 1000), 0);
+	}
+	cr_assert_eq(rdma_create_id(ch, &gone, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(gone, NULL, (struct sockaddr *)&dst, 1000), 0);
+	cr_assert_eq(rdma_destroy_id(gone), 0);
+	for (int n = 0; n < N; n++) {
+		struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+		int i = 0;
+
+		while (i < N && id[i] != ev->id)
+			i++;
+		cr_assert_lt(i, N, "an event for an id not made here");
+		cr_assert_not(got[i], "two events for id %d", i);
+		got[i] = true;
+		port[i] = ntohs(rdma_get_src_port(id[i]));
+		cr_assert_neq(port[i], 0);
+		for (int k = 0; k < N; k++)
+			cr_assert(k == i || !got[k] || port[k] != port[i],
+				  "ids %d and %d share port %u", k, i, port[i]);
+		rdma_ack_cm_event(ev);
+	}
+	cr_assert_eq(poll(&pfd, 1, 200), 0, "no event for the id destroyed while resolving");
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(rdma_destroy_id(id[i]), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(rdma_create_id(ch, &b, NULL, RDMA_PS_TCP), 0);
+		sin = lo4(port[i]);
+		cr_assert_eq(rdma_bind_addr(b, (struct sockaddr *)&sin), 0,
+			     "port %u of a destroyed id: %s", port[i], strerror(errno));
+		cr_assert_eq(rdma_destroy_id(b), 0);
+	}
+	rdma_destroy_event_channel(ch);
+}

@@ -38,6 +38,14 @@ int uroce_cm_service(enum uroce_service_op op, struct uroce_service *s)
 	return net ? uroce_net_service(net, op, s) : errno;
 }
 
+int uroce_cm_service_async(enum uroce_service_op op, const struct uroce_service *s,
+			   uroce_service_done_fn fn, void *arg)
+{
+	struct uroce_net *net = uroce_engine_net();
+
+	return net ? uroce_net_service_async(net, op, s, fn, arg) : errno;
+}
+
 void uroce_cm_conn_state(bool up, const struct uroce_cm_conn *c)
 {
 	struct uroce_net *net = uroce_engine_net();

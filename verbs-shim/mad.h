@@ -52,6 +52,14 @@ UROCE_EXPORT int uroce_mad_send(const uint8_t sgid[16], const uint8_t dgid[16], 
 UROCE_EXPORT int uroce_cm_service(enum uroce_service_op op, struct uroce_service *s);
 
 /*
+ * uroce_cm_service without waiting (uroce_net_service_async): @fn, if not NULL, gets the answer
+ * on the engine's thread. Returns 0, or an errno of uroce_net_service_async or of starting the
+ * engine (then @fn is not called).
+ */
+UROCE_EXPORT int uroce_cm_service_async(enum uroce_service_op op, const struct uroce_service *s,
+					uroce_service_done_fn fn, void *arg);
+
+/*
  * @c is established (@up) or no longer is: the host disconnects it if this process dies
  * (uroce_net_cm_conn). Never waits; an engine that cannot start is ignored (nothing to tell).
  */

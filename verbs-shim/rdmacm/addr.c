@@ -5,8 +5,11 @@
  * from the source address the kernel's routing table picks for it; over RoCE the route is
  * that pair of GIDs (PROTOCOL.md §4.7). Ports are reserved per port space across the host's
  * processes (EADDRINUSE), in the CM directory the host's hub keeps (fabric/rdv.h).
- * Resolution answers at once: its ADDR_RESOLVED / ADDR_ERROR and ROUTE_RESOLVED events are
- * queued before the call returns.
+ * Resolution of an id bound to an address, and route resolution, answer at once: their events
+ * are queued before the call returns. An id that resolution binds itself waits for the hub to
+ * reserve its port without blocking the caller (as the kernel's resolution runs in the
+ * background), so that many resolutions share the round trips to the hub; ADDR_RESOLVED or
+ * ADDR_ERROR comes when the hub has answered. Giving a port up is not waited for either.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -20,6 +23,18 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_context **devs; /* one context per device, shared by the ids (rdma-core) */
+
+/*
+ * An address resolution waiting for the hub to reserve its source port (resolve_bind): the
+ * answer reaches the id on the engine's thread, unless the id is destroyed first.
+ */
+struct cma_resolving {
+	struct cma_id *c; /* NULL once the id is destroyed (resolve_lock) */
+	struct ibv_context *verbs;
+	uint8_t port_num;
+};
+
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool is_ip(const struct sockaddr *sa)
 {
@@ -131,39 +146,127 @@ static bool bindv6only(void)
 	return v == 1;
 }
 
-/* Bind @c to @addr, reserving the port host-wide (mad.h uroce_cm_service). 0 or an errno. */
-static int bind_to(struct cma_id *c, const struct sockaddr *addr)
+/*
+ * The first half of binding @c to @addr: the device and port holding the address (none for a
+ * wildcard), the id's source address and AF_ONLY default, and *@s, the port to reserve.
+ * 0 or ENODEV (as the kernel: no RDMA device holds the address).
+ */
+static int bind_start(struct cma_id *c, const struct sockaddr *addr, struct ibv_context **verbs,
+		      uint8_t *port_num, struct uroce_service *s)
 {
-	struct sockaddr *src = &c->id.route.addr.src_addr;
 	union ibv_gid g = cma_gid(addr);
-	struct ibv_context *verbs = NULL;
-	struct uroce_service s;
-	uint8_t port_num = 0;
-	int err;
 
+	*verbs = NULL;
+	*port_num = 0;
 	if (!is_wildcard(addr)) {
 		pthread_mutex_lock(&lock);
-		verbs = device_of(&g, &port_num);
+		*verbs = device_of(&g, port_num);
 		pthread_mutex_unlock(&lock);
-		if (!verbs)
-			return ENODEV; /* as the kernel: no RDMA device holds the address */
+		if (!*verbs)
+			return ENODEV;
 	}
 	/* The kernel's default: IPv4 ids are AF-only, IPv6 ones as net.ipv6.bindv6only says. */
 	if (!c->afonly_set)
 		c->afonly = addr->sa_family == AF_INET || bindv6only();
-	memcpy(src, addr, sa_len(addr));
-	s = cma_service_of(c);
-	err = uroce_cm_service(UROCE_SERVICE_BIND, &s);
+	memcpy(&c->id.route.addr.src_addr, addr, sa_len(addr));
+	*s = cma_service_of(c);
+	return 0;
+}
+
+/* The second half: the hub reserved s->port for @c (@err 0), or refused with @err. */
+static void bind_end(struct cma_id *c, int err, const struct uroce_service *s,
+		     struct ibv_context *verbs, uint8_t port_num)
+{
 	if (err) {
 		memset(&c->id.route.addr.src_storage, 0, sizeof(c->id.route.addr.src_storage));
-		return err;
+		return;
 	}
-	set_port(src, s.port);
+	set_port(&c->id.route.addr.src_addr, s->port);
 	c->id.verbs = verbs;
 	c->id.port_num = port_num;
 	c->state = CMA_BOUND;
 	c->bound = true;
-	return 0;
+}
+
+/* Bind @c to @addr, reserving the port host-wide (mad.h uroce_cm_service). 0 or an errno. */
+static int bind_to(struct cma_id *c, const struct sockaddr *addr)
+{
+	struct ibv_context *verbs;
+	struct uroce_service s;
+	uint8_t port_num;
+	int err = bind_start(c, addr, &verbs, &port_num, &s);
+
+	if (err)
+		return err;
+	err = uroce_cm_service(UROCE_SERVICE_BIND, &s);
+	bind_end(c, err, &s, verbs, port_num);
+	return err;
+}
+
+/* The hub's answer to resolve_bind (engine's thread): the id's ADDR_RESOLVED or ADDR_ERROR. */
+static void resolved(void *arg, int err, const struct uroce_service *s)
+{
+	struct cma_resolving *q = arg;
+	struct cma_id *c;
+
+	pthread_mutex_lock(&resolve_lock);
+	c = q->c;
+	if (c) {
+		c->resolving = NULL;
+		bind_end(c, err, s, q->verbs, q->port_num);
+		c->state = err ? CMA_IDLE : CMA_ADDR_RESOLVED;
+		/* Out of memory for the event: the application waits, as for a lost answer. */
+		cma_event(&c->id, err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED,
+			  -err);
+	}
+	pthread_mutex_unlock(&resolve_lock);
+	if (!c && !err) /* the id went first: the port goes back */
+		uroce_cm_service_async(UROCE_SERVICE_UNBIND, s, NULL, NULL);
+	free(q);
+}
+
+/*
+ * Bind @c to @src and resolve it to @dst without waiting for the hub (resolved() ends it).
+ * 0 (the answer will come), or an errno: bind_start's, ENOMEM, or uroce_cm_service_async's.
+ */
+static int resolve_bind(struct cma_id *c, const struct sockaddr *src, const struct sockaddr *dst)
+{
+	struct cma_resolving *q = calloc(1, sizeof(*q));
+	struct uroce_service s;
+	int err;
+
+	if (!q)
+		return ENOMEM;
+	err = bind_start(c, src, &q->verbs, &q->port_num, &s);
+	if (!err) {
+		memcpy(&c->id.route.addr.dst_addr, dst, sa_len(dst));
+		q->c = c;
+		pthread_mutex_lock(&resolve_lock);
+		c->resolving = q;
+		c->state = CMA_ADDR_QUERY;
+		pthread_mutex_unlock(&resolve_lock);
+		/* From here on resolved() may run, and free q, at any time. */
+		err = uroce_cm_service_async(UROCE_SERVICE_BIND, &s, resolved, q);
+		if (!err)
+			return 0;
+		pthread_mutex_lock(&resolve_lock);
+		c->resolving = NULL;
+		c->state = CMA_IDLE;
+		pthread_mutex_unlock(&resolve_lock);
+		bind_end(c, err, &s, NULL, 0);
+	}
+	free(q);
+	return err;
+}
+
+void cma_resolve_cancel(struct cma_id *c)
+{
+	pthread_mutex_lock(&resolve_lock);
+	if (c->resolving) {
+		c->resolving->c = NULL;
+		c->resolving = NULL;
+	}
+	pthread_mutex_unlock(&resolve_lock);
 }
 
 struct uroce_service cma_service_of(const struct cma_id *c)
@@ -187,8 +290,13 @@ static void unbind(struct cma_id *c)
 	if (c->bound) {
 		struct uroce_service s = cma_service_of(c);
 
-		/* Only a lost hub can fail it, and the port goes with the process's bindings. */
-		uroce_cm_service(UROCE_SERVICE_UNBIND, &s);
+		/*
+		 * Not waited for (the hub takes this process's requests in order, net.h); sent
+		 * and waited for only if it cannot be queued. Only a lost hub can fail it, and the
+		 * port goes with the process's bindings.
+		 */
+		if (uroce_cm_service_async(UROCE_SERVICE_UNBIND, &s, NULL, NULL))
+			uroce_cm_service(UROCE_SERVICE_UNBIND, &s);
 		c->bound = false;
 	}
 	c->state = CMA_IDLE;
@@ -285,7 +393,9 @@ UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_a
 		if (!err) {
 			set_port((struct sockaddr *)&src, port);
 			unbind(c);
-			err = bind_to(c, (struct sockaddr *)&src);
+			err = resolve_bind(c, (struct sockaddr *)&src, dst_addr);
+			if (!err)
+				return cma_complete(id);
 		}
 	}
 	if (!err) {

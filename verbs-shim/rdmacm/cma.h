@@ -38,6 +38,7 @@ struct cma_channel {
 enum cma_state {
 	CMA_IDLE,
 	CMA_BOUND,          /* rdma_bind_addr (or resolution) gave it a source */
+	CMA_ADDR_QUERY,     /* resolution waits for the hub to reserve its port (addr.c) */
 	CMA_ADDR_RESOLVED,  /* and a destination */
 	CMA_ROUTE_RESOLVED, /* and a path */
 	CMA_LISTEN,         /* rdma_listen */
@@ -55,6 +56,7 @@ struct cma_id {
 	bool own_cqs;         /* qp.c made id.send_cq, .recv_cq and their channels */
 	enum cma_state state;
 	bool bound;                          /* addr.c: it holds a port (cma_service_of) */
+	struct cma_resolving *resolving;     /* addr.c: its resolution waiting for the hub */
 	struct cma_conn *conn;               /* cm.c: its connection, if any */
 	struct cma_id *next_listener;        /* cm.c: in CMA_LISTEN */
 	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep of a listener: for its requests */
@@ -152,6 +154,9 @@ int cma_complete(struct rdma_cm_id *id);
 
 /* addr.c: give up the port @id holds, and its path. */
 void cma_release(struct cma_id *id);
+
+/* Before @c is destroyed: its resolution, if one waits for the hub, ends without an event. */
+void cma_resolve_cancel(struct cma_id *c);
 
 /* The host CM directory's name of @c's bound address (mad.h uroce_cm_service). */
 struct uroce_service cma_service_of(const struct cma_id *c);

@@ -64,6 +64,7 @@ UROCE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		return -1;
 	}
 	c = to_cma_id(id);
+	cma_resolve_cancel(c);
 	cma_conn_forget(c);
 	cma_events_drain(id);
 	cma_release(c);
