@@ -27,6 +27,11 @@ static inline ssize_t nc_write(int fd, const void *buf, size_t len)
 	return syscall(SYS_write, fd, buf, len);
 }
 
+static inline ssize_t nc_read(int fd, void *buf, size_t len)
+{
+	return syscall(SYS_read, fd, buf, len);
+}
+
 static inline ssize_t nc_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	return syscall(SYS_sendmsg, fd, msg, flags);

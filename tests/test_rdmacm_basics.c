@@ -694,3 +694,83 @@ Test(rdmacm, resolutions_overlap_and_ports_come_back)
 	}
 	rdma_destroy_event_channel(ch);
 }
+
+/* Whether @ch's fd polls readable now. */
+static bool readable(struct rdma_event_channel *ch)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/* @n ids on @ch with their addresses resolved (their events taken): route resolution next. */
+static void addr_resolved(struct rdma_event_channel *ch, struct rdma_cm_id **id, int n)
+{
+	struct sockaddr_in dst = lo4(7471);
+
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(rdma_create_id(ch, &id[i], NULL, RDMA_PS_TCP), 0);
+		cr_assert_eq(rdma_resolve_addr(id[i], NULL, (struct sockaddr *)&dst, 1000), 0);
+	}
+	for (int i = 0; i < n; i++)
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+}
+
+/*
+ * The channel's fd is readable exactly while events wait (channel.c counts the queue's
+ * emptiness, not its events): through a burst taken one by one, blocking or not, and when
+ * destroying ids drops the events not taken. Route resolution queues its event before it
+ * returns.
+ */
+Test(rdmacm, channel_fd_is_readable_exactly_while_events_wait)
+{
+	enum { N = 3 };
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id[3 * N];
+	struct rdma_cm_event *ev;
+
+	addr_resolved(ch, id, 3 * N);
+	cr_assert_not(readable(ch), "every event taken");
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(rdma_resolve_route(id[i], 1000), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert(readable(ch), "%d of %d events wait", N - i, N);
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	}
+	cr_assert_not(readable(ch), "the last event taken");
+	cr_assert_eq(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	for (int i = N; i < 2 * N; i++) {
+		cr_assert_eq(rdma_resolve_route(id[i], 1000), 0);
+		cr_assert(readable(ch));
+		cr_assert_eq(rdma_get_cm_event(ch, &ev), 0, "non-blocking, one waits");
+		rdma_ack_cm_event(ev);
+		cr_assert_eq(rdma_get_cm_event(ch, &ev), -1, "non-blocking, none waits");
+		cr_assert_eq(errno, EAGAIN);
+	}
+	for (int i = 2 * N; i < 3 * N; i++)
+		cr_assert_eq(rdma_resolve_route(id[i], 1000), 0);
+	for (int i = 2 * N; i < 3 * N; i++) {
+		cr_assert(readable(ch), "the events of %d ids wait", 3 * N - i);
+		cr_assert_eq(rdma_destroy_id(id[i]), 0);
+	}
+	cr_assert_not(readable(ch), "the ids' events went with them");
+	for (int i = 0; i < 2 * N; i++)
+		cr_assert_eq(rdma_destroy_id(id[i]), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * rdma_get_cm_event on a channel another thread has just destroyed (rping 44's CM thread at
+ * every exit) fails with EBADF, as a read of the kernel's closed file does: the channel's
+ * memory is kept a while (channel.c), so the call reads no freed memory.
+ */
+Test(rdmacm, event_on_a_just_destroyed_channel_is_ebadf)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+
+	cr_assert_not_null(ch);
+	rdma_destroy_event_channel(ch);
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), -1);
+	cr_assert_eq(errno, EBADF);
+}

@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
  * Event channels (rdma_create_event_channel(3), rdma_get_cm_event(3)): a queue of events and an
- * eventfd counting them (EFD_SEMAPHORE: one read per event), so that an application can poll
+ * eventfd that is readable exactly while the queue holds some, so that an application can poll
  * channel->fd, or make it non-blocking and get EAGAIN from rdma_get_cm_event, as with the
- * kernel's rdma_cm file.
+ * kernel's rdma_cm file. The fd is written when the queue stops being empty and read when it
+ * becomes empty again (both under the queue's lock), not once per event each: a burst of events
+ * (a thousand connections set up at once) costs two system calls, not two per event.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "fabric/nocancel.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/rdmacm/cma.h"
 
@@ -30,7 +34,7 @@ UROCE_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 
 	if (!c)
 		return NULL;
-	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	c->ch.fd = eventfd(0, EFD_CLOEXEC);
 	if (c->ch.fd < 0) {
 		err = errno;
 		free(c);
@@ -42,32 +46,99 @@ UROCE_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	return &c->ch;
 }
 
+/*
+ * Destroyed channels, kept a while before their memory goes: programs call rdma_get_cm_event
+ * on a channel another thread has just destroyed (rping 44's CM thread at every exit: its main
+ * thread destroys the channel as soon as the last event is acked). With the channel kept, its
+ * fd -1 makes that call fail with EBADF, as a read of the kernel's closed file does, where freed
+ * memory would have given it any fd, or a freed lock.
+ */
+#define CHANNELS_KEPT 64
+static struct {
+	pthread_mutex_t lock;
+	struct cma_channel *c[CHANNELS_KEPT];
+	unsigned int next;
+} kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
 /* Events not yet taken are dropped; the ids reporting here must be gone (rdma-core's rule). */
 UROCE_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
-	struct cma_channel *c = to_channel(channel);
+	struct cma_channel *c = to_channel(channel), *old;
+	int fd;
 
+	pthread_mutex_lock(&c->lock);
 	while (c->head) {
 		struct cma_event *e = c->head;
 
 		c->head = e->next;
 		free(e);
 	}
-	close(c->ch.fd);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	c->tail = &c->head;
+	fd = c->ch.fd;
+	__atomic_store_n(&c->ch.fd, -1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&c->lock);
+	close(fd);
+	pthread_mutex_lock(&kept.lock);
+	old = kept.c[kept.next];
+	kept.c[kept.next] = c;
+	kept.next = (kept.next + 1) % CHANNELS_KEPT;
+	pthread_mutex_unlock(&kept.lock);
+	if (old) {
+		pthread_mutex_destroy(&old->lock);
+		free(old);
+	}
 }
 
-/* Queue @e on @c: readable on the fd until taken. */
+/* Queue @e on @c: the fd is readable until the queue is empty again. */
 static void push(struct cma_channel *c, struct cma_event *e)
 {
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&c->lock);
+	if (!c->head)
+		(void)!nc_write(c->ch.fd, &one, sizeof(one)); /* the count is 0: cannot fail */
 	*c->tail = e;
 	c->tail = &e->next;
 	pthread_mutex_unlock(&c->lock);
-	(void)!write(c->ch.fd, &one, sizeof(one)); /* fails only at 2^64 - 1 events */
+}
+
+/* The queue of @c has just become empty: the fd stops being readable. Locked. */
+static void emptied(struct cma_channel *c)
+{
+	uint64_t v;
+
+	/* Written when the queue stopped being empty: the count is not 0 and the read is quick
+	 * even on a blocking fd. */
+	(void)!nc_read(c->ch.fd, &v, sizeof(v));
+}
+
+/*
+ * Wait until the channel's fd @fd is readable: 0, or -1 with errno EAGAIN (the application
+ * made the fd non-blocking) or EBADF (the channel was destroyed meanwhile: the application's
+ * race, which rping 44 runs at its end; the kernel's file answers a read so, and nothing of the
+ * channel is touched). In poll(), a cancellation point, holding no lock: a thread waiting here
+ * can be cancelled, as one blocked in the kernel's rdma_cm read. A signal does not end the wait
+ * (a read of the kernel's file restarts under SA_RESTART; poll would not).
+ */
+static int wait_event(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0)
+		return -1;
+	if (flags & O_NONBLOCK) {
+		errno = EAGAIN;
+		return -1;
+	}
+	while (poll(&p, 1, -1) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (p.revents & POLLNVAL) {
+		errno = EBADF;
+		return -1;
+	}
+	return 0;
 }
 
 int cma_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status)
@@ -166,27 +237,39 @@ int cma_join_event(struct rdma_cm_id *id, const struct cma_event_ud *ud, void *c
 
 /*
  * 0 and *@event, or -1 with errno: EINVAL (NULL arguments), EAGAIN (the fd was made
- * non-blocking and no event waits), EINTR. A MULTICAST_JOIN whose QP cannot be attached to the
- * group is turned into MULTICAST_ERROR with status -1, as librdmacm does.
+ * non-blocking and no event waits), EBADF (the channel destroyed while waiting). A
+ * MULTICAST_JOIN whose QP cannot be attached to the group is turned into MULTICAST_ERROR with
+ * status -1, as librdmacm does.
  */
 UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct cma_channel *c;
 	struct cma_event *e;
-	uint64_t v;
+	int fd;
 
 	if (!channel || !event) {
 		errno = EINVAL;
 		return -1;
 	}
 	c = to_channel(channel);
-	if (read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
-		return -1; /* errno from read: EAGAIN, EINTR */
+	fd = __atomic_load_n(&c->ch.fd, __ATOMIC_ACQUIRE); /* -1 once destroyed (kept, above) */
+	if (fd < 0) {
+		errno = EBADF;
+		return -1;
+	}
 	pthread_mutex_lock(&c->lock);
+	while (!c->head) {
+		pthread_mutex_unlock(&c->lock);
+		if (wait_event(fd))
+			return -1;
+		pthread_mutex_lock(&c->lock);
+	}
 	e = c->head;
 	c->head = e->next;
-	if (!c->head)
+	if (!c->head) {
 		c->tail = &c->head;
+		emptied(c);
+	}
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_lock(&acks.lock);
 	if (e->ev.id)
@@ -231,10 +314,11 @@ void cma_events_drain(struct rdma_cm_id *id)
 {
 	struct cma_channel *c = to_channel(id->channel);
 	struct cma_event **pp, *dropped = NULL;
-	uint64_t v;
+	bool had = false;
 
 	/* Those not taken yet go (the kernel's rdma_cm drops them too); */
 	pthread_mutex_lock(&c->lock);
+	had = c->head != NULL;
 	for (pp = &c->head; *pp;) {
 		struct cma_event *e = *pp;
 
@@ -243,7 +327,6 @@ void cma_events_drain(struct rdma_cm_id *id)
 			*pp = e->next;
 			e->next = dropped;
 			dropped = e;
-			(void)!read(c->ch.fd, &v, sizeof(v)); /* counted in the fd: take one */
 		} else {
 			pp = &e->next;
 		}
@@ -251,6 +334,8 @@ void cma_events_drain(struct rdma_cm_id *id)
 	c->tail = &c->head;
 	while (*c->tail)
 		c->tail = &(*c->tail)->next;
+	if (had && !c->head)
+		emptied(c);
 	pthread_mutex_unlock(&c->lock);
 	while (dropped) {
 		struct cma_event *e = dropped;
