@@ -13,7 +13,6 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../tests/shim/rdma-cm-ready.sh" # wait_rdma_cm_listen
-. "$here/../tests/shim/rping-race.sh"    # rping_rc
 bounded=$here/../tests/shim/bounded.sh # timeout(1) that reports where a program hung
 
 # UROCE_FAULTS for the two samples of loss: faults.c's seeded generator loses the second packet
@@ -88,10 +87,6 @@ pair() {
 	wait $pid
 	src=$?
 	pid=
-	if [[ ${server[0]} == rping ]]; then
-		crc=$(rping_rc "$work/$name.client" "$crc" 2>/dev/null)
-		src=$(rping_rc "$work/$name.server" "$src" 2>/dev/null)
-	fi
 	((crc == 0 && src == 0)) || fail "$name" "the client exited $crc, the server $src"
 	server_faults= client_faults=
 	echo "make-samples: $out/$name.pcap"

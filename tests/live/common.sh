@@ -8,7 +8,6 @@
 # Exits 77 (skipped) for a ThreadSanitizer build, which system programs cannot load.
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/../shim/rdma-cm-ready.sh"
-. "$here/../shim/rping-race.sh"
 
 live_setup() {
 	run=$1 port=$3
@@ -43,13 +42,6 @@ fail() {
 		tail -n 40 "$f" | sed 's/^/  | /' >&2
 	done
 	exit 1
-}
-
-# rping_status OUTPUT RC: rping's exit status, its teardown race counted as 0 (rping-race.sh);
-# uroce's own lines (UROCE_LOG=info) are left out of the output it looks at.
-rping_status() {
-	grep -v '^uroce\[' "$1" >"$1.rping"
-	rping_rc "$1.rping" "$2"
 }
 
 # check_live OUTPUT: tshark's lines (OUTPUT, printed as the frames came) hold rping's rdma_cm

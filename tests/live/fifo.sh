@@ -21,9 +21,9 @@ server=$!
 live_pids+=("$server")
 wait_rdma_cm_listen "$dir/server.out" "$port " || fail "the rping server did not listen"
 timeout 20 "$run" rping -c -a 127.0.0.1 -p "$port" -C 10 -V >"$dir/client.out" 2>&1 5<&-
-client_rc=$(rping_status "$dir/client.out" $?)
+client_rc=$?
 wait "$server"
-server_rc=$(rping_status "$dir/server.out" $?)
+server_rc=$?
 ((client_rc == 0 && server_rc == 0)) || fail "rping: client $client_rc, server $server_rc"
 
 # Live: the last frames are on tshark's output while the FIFO is still open.

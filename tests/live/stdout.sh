@@ -24,10 +24,9 @@ pipeline=$!
 live_pids+=("$pipeline")
 wait_rdma_cm_listen "$dir/server.err" "$port " || fail "the rping server did not listen"
 timeout 20 "$run" rping -c -a 127.0.0.1 -p "$port" -C 10 -V >"$dir/client.out" 2>&1
-client_rc=$(rping_status "$dir/client.out" $?)
+client_rc=$?
 wait "$pipeline"
 read -r server_rc tshark_rc <"$dir/status"
-server_rc=$(rping_status "$dir/server.err" "$server_rc")
 ((client_rc == 0 && server_rc == 0)) || fail "rping: client $client_rc, server (uroce-run) $server_rc"
 ((tshark_rc == 0)) || fail "tshark -i - exited $tshark_rc"
 # rping -v prints each ping on its standard output: it must be on uroce-run's standard error.

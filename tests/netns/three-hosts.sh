@@ -16,7 +16,6 @@ if [[ $sanitizer == thread ]]; then
 	echo "three-hosts: skipped: system programs cannot load a ThreadSanitizer build of uroce"
 	exit 77
 fi
-source "$(dirname "$0")/../shim/rping-race.sh"
 hosts=(a b c)
 ns() { echo "uroce-3h-$1"; }
 for h in "${hosts[@]}" br; do
@@ -80,7 +79,6 @@ fail=0
 for k in "${!pids[@]}"; do
 	wait "${pids[$k]}"
 	rc=$?
-	[[ ${names[$k]} == rping-* ]] && rc=$(rping_rc "$dir/${names[$k]}.out" "$rc")
 	if ((rc != 0)); then
 		echo "FAIL: ${names[$k]} exited $rc:" >&2
 		sed 's/^/  | /' "$dir/${names[$k]}.out" >&2

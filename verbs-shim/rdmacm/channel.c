@@ -50,8 +50,8 @@ UROCE_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
  * Destroyed channels, kept a while before their memory goes: programs call rdma_get_cm_event
  * on a channel another thread has just destroyed (rping 44's CM thread at every exit: its main
  * thread destroys the channel as soon as the last event is acked). With the channel kept, its
- * fd -1 makes that call fail with EBADF, as a read of the kernel's closed file does, where freed
- * memory would have given it any fd, or a freed lock.
+ * fd -1 tells that call to wait for ever (destroyed_wait), where freed memory would have given
+ * it any fd, or a freed lock.
  */
 #define CHANNELS_KEPT 64
 static struct {
@@ -113,12 +113,23 @@ static void emptied(struct cma_channel *c)
 }
 
 /*
+ * A thread waiting on a channel destroyed under it: it waits for ever (a cancellation point),
+ * as a thread blocked in a read of the kernel's rdma_cm file does when another closes it,
+ * whether it came before the destroy or just after. rping 44's CM thread comes just after at
+ * the end of every run, now and then; with EBADF (what a read begun after the close gets) it
+ * exits 255 after a complete run, before main returns 0.
+ */
+static void destroyed_wait(void)
+{
+	for (;;)
+		pause();
+}
+
+/*
  * Wait until the channel's fd @fd is readable: 0, or -1 with errno EAGAIN (the application
- * made the fd non-blocking) or EBADF (the channel was destroyed meanwhile: the application's
- * race, which rping 44 runs at its end; the kernel's file answers a read so, and nothing of the
- * channel is touched). In poll(), a cancellation point, holding no lock: a thread waiting here
- * can be cancelled, as one blocked in the kernel's rdma_cm read. A signal does not end the wait
- * (a read of the kernel's file restarts under SA_RESTART; poll would not).
+ * made the fd non-blocking). In poll(), a cancellation point, holding no lock: a thread waiting
+ * here can be cancelled, as one blocked in the kernel's rdma_cm read. A signal does not end the
+ * wait (a read of the kernel's file restarts under SA_RESTART; poll would not).
  */
 static int wait_event(int fd)
 {
@@ -126,7 +137,7 @@ static int wait_event(int fd)
 	int flags = fcntl(fd, F_GETFL);
 
 	if (flags < 0)
-		return -1;
+		destroyed_wait(); /* EBADF: closed since the caller read it */
 	if (flags & O_NONBLOCK) {
 		errno = EAGAIN;
 		return -1;
@@ -134,10 +145,8 @@ static int wait_event(int fd)
 	while (poll(&p, 1, -1) < 0)
 		if (errno != EINTR)
 			return -1;
-	if (p.revents & POLLNVAL) {
-		errno = EBADF;
-		return -1;
-	}
+	if (p.revents & POLLNVAL)
+		destroyed_wait();
 	return 0;
 }
 
@@ -237,9 +246,9 @@ int cma_join_event(struct rdma_cm_id *id, const struct cma_event_ud *ud, void *c
 
 /*
  * 0 and *@event, or -1 with errno: EINVAL (NULL arguments), EAGAIN (the fd was made
- * non-blocking and no event waits), EBADF (the channel destroyed while waiting). A
- * MULTICAST_JOIN whose QP cannot be attached to the group is turned into MULTICAST_ERROR with
- * status -1, as librdmacm does.
+ * non-blocking and no event waits). On a channel destroyed under it, the call waits for ever
+ * (destroyed_wait). A MULTICAST_JOIN whose QP cannot be attached to the group is turned into
+ * MULTICAST_ERROR with status -1, as librdmacm does.
  */
 UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
@@ -253,10 +262,8 @@ UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rd
 	}
 	c = to_channel(channel);
 	fd = __atomic_load_n(&c->ch.fd, __ATOMIC_ACQUIRE); /* -1 once destroyed (kept, above) */
-	if (fd < 0) {
-		errno = EBADF;
-		return -1;
-	}
+	if (fd < 0)
+		destroyed_wait();
 	pthread_mutex_lock(&c->lock);
 	while (!c->head) {
 		pthread_mutex_unlock(&c->lock);
