@@ -8,13 +8,12 @@
 
 #include "transport/qp_int.h"
 
-int roce_qp_init(struct roce_qp *qp, enum ibv_qp_type type, uint32_t qpn, bool sq_sig_all,
-		 struct roce_wq *sq, const struct roce_qp_env *env, void *ctx)
+void roce_qp_init(struct roce_qp *qp, enum ibv_qp_type type, uint32_t qpn, bool sq_sig_all,
+		  struct roce_wq *sq, const struct roce_qp_env *env, void *ctx)
 {
 	memset(qp, 0, sizeof(*qp));
-	qp->resp.res = calloc(ROCE_MAX_RD_ATOMIC, sizeof(*qp->resp.res));
-	if (!qp->resp.res)
-		return ENOMEM;
+	qp->resp.res = &qp->resp.res_one;
+	qp->resp.res_cap = 1;
 	qp->env = env;
 	qp->ctx = ctx;
 	qp->type = type;
@@ -24,12 +23,12 @@ int roce_qp_init(struct roce_qp *qp, enum ibv_qp_type type, uint32_t qpn, bool s
 	qp->state = IBV_QPS_RESET;
 	qp->mtu = 256;
 	qp->window = ROCE_WINDOW_MAX;
-	return 0;
 }
 
 void roce_qp_fini(struct roce_qp *qp)
 {
-	free(qp->resp.res);
+	if (qp->resp.res != &qp->resp.res_one)
+		free(qp->resp.res);
 	qp->resp.res = NULL;
 }
 
@@ -62,13 +61,38 @@ static uint32_t mtu_bytes(enum ibv_mtu mtu)
 static void reset(struct roce_qp *qp)
 {
 	struct roce_resp_res *res = qp->resp.res;
+	uint32_t cap = qp->resp.res_cap;
 
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	memset(&qp->resp, 0, sizeof(qp->resp));
-	memset(res, 0, ROCE_MAX_RD_ATOMIC * sizeof(*res));
+	if (res != &qp->resp.res_one) /* res_one was zeroed with resp */
+		memset(res, 0, cap * sizeof(*res));
 	qp->resp.res = res;
+	qp->resp.res_cap = cap;
 	qp->req.wqe = qp->sq->tail;
+}
+
+/*
+ * Room for res_slots responder resources. It is set on the way to RTR (IBA 11.2.4.2), while
+ * the responder holds none, so the slots start empty. Without memory for more, the QP keeps
+ * the slots it has: the requests past them are refused as past max_dest_rd_atomic would be.
+ */
+static void size_res(struct roce_qp *qp)
+{
+	struct roce_resp_res *res;
+
+	if (qp->resp.res_slots <= qp->resp.res_cap)
+		return;
+	res = calloc(qp->resp.res_slots, sizeof(*res));
+	if (!res) {
+		qp->resp.res_slots = qp->resp.res_cap;
+		return;
+	}
+	if (qp->resp.res != &qp->resp.res_one)
+		free(qp->resp.res);
+	qp->resp.res = res;
+	qp->resp.res_cap = qp->resp.res_slots;
 }
 
 void roce_qp_set_window_bytes(struct roce_qp *qp, uint32_t bytes)
@@ -116,6 +140,7 @@ void roce_qp_modify(struct roce_qp *qp, const struct ibv_qp_attr *attr, int mask
 		qp->resp.res_slots = attr->max_dest_rd_atomic > ROCE_MAX_RD_ATOMIC
 					     ? ROCE_MAX_RD_ATOMIC
 					     : attr->max_dest_rd_atomic;
+		size_res(qp);
 	}
 	if (mask & IBV_QP_RQ_PSN) {
 		qp->attr.rq_psn = attr->rq_psn & ROCE_PSN_MASK;

@@ -214,9 +214,16 @@ struct roce_qp {
 		uint32_t ack_psn;
 		uint64_t ack_deadline; /* delayed ACK without AckReq (0: send at once) */
 		uint8_t ack_trailed;   /* requester packets written while a plain ACK waited */
-		/* Accepted READ/atomics: slots, oldest unanswered, next free (counters). */
+		/*
+		 * Accepted READ/atomics: slots, oldest unanswered, next free (counters). The slots
+		 * are res_one until max_dest_rd_atomic asks for more (roce_qp_modify): most QPs
+		 * take one READ at a time or none, and 128 slots were 8 KiB to fault in for each
+		 * QP made (cmtime's thousand connections).
+		 */
 		struct roce_resp_res *res;
-		uint32_t res_slots; /* max_dest_rd_atomic */
+		struct roce_resp_res res_one;
+		uint32_t res_cap;   /* slots of res */
+		uint32_t res_slots; /* max_dest_rd_atomic, at most res_cap */
 		uint32_t res_tail;  /* first not fully answered (a replay moves it back) */
 		uint32_t res_head;  /* next to use */
 		uint32_t res_fresh; /* first never answered: res_tail's furthest point */
@@ -225,12 +232,9 @@ struct roce_qp {
 	struct roce_qp_counters counters;
 };
 
-/*
- * Make @qp a RESET QP of @type and number @qpn whose send WQEs the owner queues on @sq.
- * Returns 0 or ENOMEM (the responder's READ/atomic table).
- */
-int roce_qp_init(struct roce_qp *qp, enum ibv_qp_type type, uint32_t qpn, bool sq_sig_all,
-		 struct roce_wq *sq, const struct roce_qp_env *env, void *ctx);
+/* Make @qp a RESET QP of @type and number @qpn whose send WQEs the owner queues on @sq. */
+void roce_qp_init(struct roce_qp *qp, enum ibv_qp_type type, uint32_t qpn, bool sq_sig_all,
+		  struct roce_wq *sq, const struct roce_qp_env *env, void *ctx);
 
 /* Free what roce_qp_init() allocated. */
 void roce_qp_fini(struct roce_qp *qp);

@@ -586,9 +586,8 @@ int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *q
 	err = uroce_net_alloc_qpn(net, qpn);
 	if (err)
 		return err;
-	err = roce_qp_init(&qp->core, type, *qpn, qp->sq_sig_all, &qp->sq, &qp_env, qp);
-	if (!err)
-		err = uroce_qpn_map_add(*qpn, qp);
+	roce_qp_init(&qp->core, type, *qpn, qp->sq_sig_all, &qp->sq, &qp_env, qp);
+	err = uroce_qpn_map_add(*qpn, qp);
 	if (err) {
 		roce_qp_fini(&qp->core);
 		uroce_net_free_qpn(net, *qpn);

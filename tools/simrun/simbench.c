@@ -134,11 +134,11 @@ static void side_init(struct side *s, uint32_t qpn)
 {
 	s->len = 1 << 20;
 	s->mem = aligned_alloc(4096, s->len);
-	if (!s->mem || roce_wq_init(&s->sq, SQ_SLOTS, roce_send_wqe_size(1, 0)) ||
-	    roce_qp_init(&s->qp, IBV_QPT_RC, qpn, true, &s->sq, &env, s)) {
+	if (!s->mem || roce_wq_init(&s->sq, SQ_SLOTS, roce_send_wqe_size(1, 0))) {
 		fprintf(stderr, "uroce-simbench: out of memory\n");
 		exit(1);
 	}
+	roce_qp_init(&s->qp, IBV_QPT_RC, qpn, true, &s->sq, &env, s);
 	memset(s->mem, 0x5A, s->len);
 }
 
