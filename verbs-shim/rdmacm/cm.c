@@ -15,7 +15,8 @@
  * (its receives flush) and sends DREQ, or DREP if the peer disconnected first.
  *
  * One lock guards every connection and listener; MADs arrive on the engine's receiving
- * thread, deadlines are kept by the CM thread.
+ * thread, deadlines are kept by the CM thread. The MADs made under the lock are sent once it
+ * is released (cm_unlock), so that a send's system call does not keep the other threads out.
  */
 #include <endian.h>
 #include <errno.h>
@@ -62,9 +63,18 @@ struct cma_conn {
 #define CONN_OF(link, member)                                                                      \
 	((struct cma_conn *)((char *)(link)-offsetof(struct cma_conn, member)))
 
+/* A MAD made under the lock, to be sent once it is released (cm_unlock). */
+struct cma_mad {
+	struct cma_mad *next;
+	uint8_t sgid[16], dgid[16], tos;
+	uint8_t mad[CM_MAD_LEN];
+};
+
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	struct cma_mad *outbox, **outbox_tail; /* lock: MADs to send, oldest first */
+	pthread_mutex_t send_lock;             /* taken before lock is released: order of sends */
 	struct cma_conn *conns;
 	struct cma_htab by_local, by_peer; /* the conns by key, for the MADs (htab.h) */
 	struct cma_id *listeners;
@@ -73,7 +83,10 @@ static struct {
 	bool started;
 	pid_t pid; /* the process that started the CM thread (a child of fork() has none) */
 	pthread_t thread;
-} cm = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+} cm = {.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake = PTHREAD_COND_INITIALIZER,
+	.outbox_tail = &cm.outbox,
+	.send_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t now_ns(void)
 {
@@ -87,6 +100,52 @@ static int fail(int err)
 {
 	errno = err;
 	return -1;
+}
+
+/* Send @mad from @sgid to @dgid once the lock is released (at once without memory). Locked. */
+static void send_mad(const uint8_t sgid[16], const uint8_t dgid[16], uint8_t tos,
+		     const uint8_t mad[CM_MAD_LEN])
+{
+	struct cma_mad *m = malloc(sizeof(*m));
+
+	if (!m) {
+		uroce_mad_send(sgid, dgid, tos, 64, mad); /* a loss is retried */
+		return;
+	}
+	m->next = NULL;
+	memcpy(m->sgid, sgid, 16);
+	memcpy(m->dgid, dgid, 16);
+	m->tos = tos;
+	memcpy(m->mad, mad, CM_MAD_LEN);
+	*cm.outbox_tail = m;
+	cm.outbox_tail = &m->next;
+}
+
+/*
+ * Release the lock, then send the MADs made under it. The send lock, taken before the lock is
+ * released, keeps the MADs of every thread in the order they were made: a connection's
+ * messages leave as its state machine wrote them.
+ */
+static void cm_unlock(void)
+{
+	struct cma_mad *m = cm.outbox;
+
+	if (!m) {
+		pthread_mutex_unlock(&cm.lock);
+		return;
+	}
+	cm.outbox = NULL;
+	cm.outbox_tail = &cm.outbox;
+	pthread_mutex_lock(&cm.send_lock);
+	pthread_mutex_unlock(&cm.lock);
+	while (m) {
+		struct cma_mad *next = m->next;
+
+		uroce_mad_send(m->sgid, m->dgid, m->tos, 64, m->mad); /* a loss is retried */
+		free(m);
+		m = next;
+	}
+	pthread_mutex_unlock(&cm.send_lock);
 }
 
 static const struct cm_timing timing = {.remote_response_timeout = CM_RESPONSE_TIMEOUT,
@@ -128,7 +187,7 @@ static void flush(struct cma_conn *c)
 
 	while (cm_conn_write(&c->cm, &m, now_ns()))
 		if (cm_encode(&m, mad))
-			uroce_mad_send(c->sgid, c->dgid, c->tos, 64, mad); /* a loss is retried */
+			send_mad(c->sgid, c->dgid, c->tos, mad);
 }
 
 /* The QP attributes for RTR and RTS from the connection (PROTOCOL.md §4.9). */
@@ -469,7 +528,7 @@ static void refuse(const struct uroce_mad_rx *rx, uint16_t reason, uint8_t sidr_
 	uint8_t mad[CM_MAD_LEN];
 
 	if (cm_refuse_request(rx->mad, CM_MAD_LEN, reason, sidr_status, mad))
-		uroce_mad_send(rx->dgid, rx->sgid, rx->tos, 64, mad);
+		send_mad(rx->dgid, rx->sgid, rx->tos, mad);
 }
 
 /* Answer a MAD no connection or listener takes, as a Linux CM does (cm/route.h). */
@@ -478,7 +537,7 @@ static void answer_unclaimed(const struct uroce_mad_rx *rx)
 	uint8_t mad[CM_MAD_LEN];
 
 	if (cm_answer_unclaimed(rx->mad, CM_MAD_LEN, mad))
-		uroce_mad_send(rx->dgid, rx->sgid, rx->tos, 64, mad);
+		send_mad(rx->dgid, rx->sgid, rx->tos, mad);
 }
 
 /*
@@ -606,7 +665,7 @@ static void sidr_reply(struct cma_conn *c, uint8_t status, const void *pd, size_
 	if (len)
 		memcpy(m.u.sidr_rep.private_data, pd, len);
 	if (cm_encode(&m, mad))
-		uroce_mad_send(c->sgid, c->dgid, c->tos, 64, mad);
+		send_mad(c->sgid, c->dgid, c->tos, mad);
 	c->cm.state = CM_CLOSED;
 }
 
@@ -636,7 +695,7 @@ static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 		else if (cm_conn_read(&c->cm, &m, now_ns()))
 			settle(c);
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 }
 
 /*
@@ -656,7 +715,7 @@ static void on_unreachable(void *arg, const uint8_t gid[16], int err)
 			settle(c);
 		}
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 }
 
 /* The CM thread: retries, time-outs and time-wait of every connection. */
@@ -676,6 +735,13 @@ static void *cm_thread(void *arg)
 				settle(c);
 			}
 			c = after;
+		}
+		if (cm.outbox) {
+			/* What the deadlines made goes out before the thread sleeps; then it looks
+			 * again, the lock having been free meanwhile. */
+			cm_unlock();
+			pthread_mutex_lock(&cm.lock);
+			continue;
 		}
 		for (c = cm.conns; c; c = c->next)
 			if (cm_conn_expiry(&c->cm) < next)
@@ -754,7 +820,7 @@ UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		c->next_listener = cm.listeners;
 		cm.listeners = c;
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	if (!err) {
 		/* Unlocked: the hub's answer may come through the thread that delivers MADs. */
 		struct uroce_service s = cma_service_of(c);
@@ -820,7 +886,7 @@ static int sidr_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 	pthread_mutex_lock(&cm.lock);
 	c = active_conn(ci, &err);
 	if (!c) {
-		pthread_mutex_unlock(&cm.lock);
+		cm_unlock();
 		return fail(err);
 	}
 	c->sidr = true;
@@ -829,7 +895,7 @@ static int sidr_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 	request_private_data(id, c, conn_param, req.private_data);
 	cm_conn_sidr_req(&c->cm, &req, (uint64_t)1 << 32 | c->cm.local_id, now_ns());
 	settle(c);
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	return cma_complete(id);
 }
 
@@ -859,7 +925,7 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 	pthread_mutex_lock(&cm.lock);
 	c = active_conn(ci, &err);
 	if (!c) {
-		pthread_mutex_unlock(&cm.lock);
+		cm_unlock();
 		return fail(err);
 	}
 	c->responder_resources = conn_param ? conn_param->responder_resources : 1;
@@ -903,7 +969,7 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 	request_private_data(id, c, conn_param, req.private_data);
 	cm_conn_connect(&c->cm, &req, (uint64_t)1 << 32 | c->cm.local_id, now_ns());
 	settle(c);
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	return cma_complete(id);
 }
 
@@ -925,18 +991,18 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 	c = ci->conn;
 	if (c && c->sidr && c->cm.state == CM_IDLE) {
 		if (conn_param && conn_param->private_data_len > CM_SIDR_REP_PRIVATE) {
-			pthread_mutex_unlock(&cm.lock);
+			cm_unlock();
 			return fail(EINVAL);
 		}
 		sidr_reply(c, CM_SIDR_OK, conn_param ? conn_param->private_data : NULL,
 			   conn_param ? conn_param->private_data_len : 0);
 		ci->state = CMA_CONNECTED;
-		pthread_mutex_unlock(&cm.lock);
+		cm_unlock();
 		return 0;
 	}
 	if (!c || c->cm.state != CM_REQ_RCVD ||
 	    (conn_param && conn_param->private_data_len > CM_REP_PRIVATE)) {
-		pthread_mutex_unlock(&cm.lock);
+		cm_unlock();
 		return fail(EINVAL);
 	}
 	if (conn_param) {
@@ -950,7 +1016,7 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 	if (id->qp)
 		err = ready_qp(c);
 	if (err) {
-		pthread_mutex_unlock(&cm.lock);
+		cm_unlock();
 		return fail(err);
 	}
 	rep.local_qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
@@ -970,7 +1036,7 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 		memcpy(rep.private_data, conn_param->private_data, conn_param->private_data_len);
 	cm_conn_rep(&c->cm, &rep, now_ns());
 	settle(c);
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	return cma_complete(id);
 }
 
@@ -990,7 +1056,7 @@ static int reject(struct rdma_cm_id *id, uint16_t reason, const void *private_da
 			   private_data_len < CM_SIDR_REP_PRIVATE ? private_data_len
 								  : CM_SIDR_REP_PRIVATE);
 		to_cma_id(id)->state = CMA_DISCONNECTED;
-		pthread_mutex_unlock(&cm.lock);
+		cm_unlock();
 		return 0;
 	}
 	err = c ? cm_conn_reject(&c->cm, reason, private_data, private_data_len, now_ns()) : EINVAL;
@@ -998,7 +1064,7 @@ static int reject(struct rdma_cm_id *id, uint16_t reason, const void *private_da
 		to_cma_id(id)->state = CMA_DISCONNECTED;
 		settle(c);
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	return err ? fail(err) : 0;
 }
 
@@ -1057,7 +1123,7 @@ UROCE_EXPORT int rdma_establish(struct rdma_cm_id *id)
 		to_cma_id(id)->state = CMA_CONNECTED;
 		settle(c);
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	return err ? fail(err) : 0;
 }
 
@@ -1082,7 +1148,7 @@ UROCE_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 		settle(c);
 		err = 0;
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	return err ? fail(err) : 0;
 }
 
@@ -1105,7 +1171,7 @@ UROCE_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		to_cma_id(id)->state = CMA_DISCONNECTED;
 		settle(c);
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	return err ? fail(err) : 0;
 }
 
@@ -1115,7 +1181,7 @@ int cma_conn_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask)
 
 	pthread_mutex_lock(&cm.lock);
 	err = id->conn ? qp_attr(id->conn, a, mask) : EINVAL;
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 	return err;
 }
 
@@ -1176,7 +1242,7 @@ __attribute__((destructor)) static void finish_disconnects(void)
 
 	pthread_mutex_lock(&cm.lock);
 	if (!cm.started || cm.pid != getpid()) {
-		pthread_mutex_unlock(&cm.lock);
+		cm_unlock();
 		return;
 	}
 	for (struct cma_conn *c = cm.conns; c; c = c->next)
@@ -1193,11 +1259,11 @@ __attribute__((destructor)) static void finish_disconnects(void)
 			}
 		}
 		pthread_cond_signal(&cm.wake);
-		pthread_mutex_unlock(&cm.lock);
+		cm_unlock();
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&cm.lock);
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 }
 
 void cma_conn_forget(struct cma_id *id)
@@ -1217,5 +1283,5 @@ void cma_conn_forget(struct cma_id *id)
 		id->conn = NULL;
 		settle(c);
 	}
-	pthread_mutex_unlock(&cm.lock);
+	cm_unlock();
 }
