@@ -657,3 +657,48 @@ Test(frame, build_errors)
 	pkt.bth.opcode = 0xC0; /* manufacturer range: not defined */
 	cr_assert_eq(roce_frame_build(buf, sizeof(buf), &f, &pkt, ROCE_UDP_CSUM_ZERO), 0);
 }
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+/* Whether XGETBV with ECX = 1 (XINUSE) is there: CPUID leaf 0xD, sub-leaf 1, EAX bit 2. */
+static bool xinuse_supported(void)
+{
+	unsigned int a, b, c, d;
+
+	return __get_cpuid_count(0xD, 1, &a, &b, &c, &d) && (a & 4);
+}
+
+/* The state components not in their initial state. Bit 2: the upper halves of the YMM
+ * registers. */
+static uint64_t xinuse(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	return (uint64_t)hi << 32 | lo;
+}
+
+/*
+ * An ICRC leaves the vector registers' upper halves clean (icrc.c: ISA-L's AVX-512 CRC leaves
+ * them dirty after 256 bytes or more, and every SSE instruction afterwards paid for it). Without
+ * AVX-512 nothing dirties them and the test proves nothing; without XINUSE it is skipped.
+ */
+Test(icrc, leaves_the_upper_vector_state_clean)
+{
+	static uint8_t pkt[4096];
+	struct roce_ipudp f = {0};
+	static const uint8_t a[4] = {10, 0, 0, 1};
+	uint64_t in_use;
+
+	if (!__builtin_cpu_supports("avx") || !xinuse_supported())
+		cr_skip_test("no AVX, or the CPU cannot say which vector state is in use");
+	roce_gid_from_v4(f.sgid, a);
+	roce_gid_from_v4(f.dgid, a);
+	for (size_t len = 256; len <= sizeof(pkt); len *= 2) {
+		roce_icrc_fill(&f, pkt, len);
+		in_use = xinuse();
+		cr_assert_eq(in_use & 4, 0, "YMM upper state in use after a %zu-byte ICRC", len);
+	}
+}
+#endif
