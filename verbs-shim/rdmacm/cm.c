@@ -60,9 +60,6 @@ struct cma_conn {
 	struct cma_hlink by_peer;       /* cm.by_peer (passive only): the peer's ID and GID */
 };
 
-#define CONN_OF(link, member)                                                                      \
-	((struct cma_conn *)((char *)(link)-offsetof(struct cma_conn, member)))
-
 /* A MAD made under the lock, to be sent once it is released (cm_unlock). */
 struct cma_mad {
 	struct cma_mad *next;
@@ -410,8 +407,8 @@ static struct cma_conn *conn_by_local(uint32_t id)
 {
 	for (struct cma_hlink *l = cma_htab_first(&cm.by_local, local_hash(id)); l;
 	     l = cma_htab_next(l))
-		if (CONN_OF(l, by_local)->cm.local_id == id)
-			return CONN_OF(l, by_local);
+		if (uroce_container_of(l, struct cma_conn, by_local)->cm.local_id == id)
+			return uroce_container_of(l, struct cma_conn, by_local);
 	return NULL;
 }
 
@@ -423,7 +420,7 @@ static struct cma_conn *conn_by_peer(bool sidr, uint32_t id, const uint8_t gid[1
 {
 	for (struct cma_hlink *l = cma_htab_first(&cm.by_peer, peer_hash(id, gid)); l;
 	     l = cma_htab_next(l)) {
-		struct cma_conn *c = CONN_OF(l, by_peer);
+		struct cma_conn *c = uroce_container_of(l, struct cma_conn, by_peer);
 
 		if (c->sidr == sidr && (sidr ? c->sidr_id : c->cm.remote_id) == id &&
 		    !memcmp(c->dgid, gid, 16))
