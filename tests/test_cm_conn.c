@@ -221,15 +221,21 @@ static void connect(struct world *w)
 	cr_assert_eq(cm_conn_connect(&w->s[0].c, &req, 0x100000000ull | 0x1B2C3D4E, w->now), 0);
 }
 
+/* A world of @seed whose two ends have connected (REQ, REP, RTU) and are established. */
+static void established(struct world *w, uint64_t seed)
+{
+	setup(w, seed);
+	connect(w);
+	run(w, 10 * SECOND);
+	cr_assert_eq(w->s[0].c.state, CM_ESTABLISHED);
+	cr_assert_eq(w->s[1].c.state, CM_ESTABLISHED);
+}
+
 Test(cm_conn, handshake_and_disconnect)
 {
 	static struct world w;
 
-	setup(&w, 1);
-	connect(&w);
-	run(&w, 10 * SECOND);
-	cr_assert_eq(w.s[0].c.state, CM_ESTABLISHED);
-	cr_assert_eq(w.s[1].c.state, CM_ESTABLISHED);
+	established(&w, 1);
 	cr_assert_eq(w.s[0].sent[CM_ATTR_REQ], 1);
 	cr_assert_eq(w.s[1].sent[CM_ATTR_REP], 1);
 	cr_assert_eq(w.s[0].sent[CM_ATTR_RTU], 1);
@@ -305,9 +311,7 @@ Test(cm_conn, both_disconnect_at_once)
 {
 	static struct world w;
 
-	setup(&w, 5);
-	connect(&w);
-	run(&w, 10 * SECOND);
+	established(&w, 5);
 	w.delay_ns = MS;
 	cr_assert_eq(cm_conn_disconnect(&w.s[0].c, NULL, 0, w.now), 0);
 	cr_assert_eq(cm_conn_disconnect(&w.s[1].c, "bye", 4, w.now), 0);
@@ -325,10 +329,7 @@ Test(cm_conn, dreq_to_a_host_without_cm_ends_at_the_icmp_error)
 {
 	static struct world w;
 
-	setup(&w, 9);
-	connect(&w);
-	run(&w, 10 * SECOND);
-	cr_assert_eq(w.s[0].c.state, CM_ESTABLISHED);
+	established(&w, 9);
 	w.s[1].present = false;
 	cr_assert_eq(cm_conn_disconnect(&w.s[0].c, NULL, 0, w.now), 0);
 	while (w.s[0].sent[CM_ATTR_DREQ] < 2) /* the DREQ and a repeat go unanswered */
