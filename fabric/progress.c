@@ -74,8 +74,17 @@ void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, ui
 		       const uint8_t *data, size_t len, uint64_t now)
 {
 	struct uroce_rx rx = {.ip = *ip, .now = now};
+	bool v4 = roce_ipudp_is_v4(ip);
 
-	for (size_t off = 0; off < len; off += rx.len) {
+	for (size_t off = 0, i = 0; off < len; off += rx.len, i++) {
+		/*
+		 * The kernel gives an IPv4 datagram with DF from an unconnected socket the ID 0,
+		 * and the segments of a UDP GSO send 0, 1, 2, ... (ip_select_ident_segs,
+		 * inet_gso_segment); a GRO receive on loopback or veth is one such send. Guessed
+		 * so, the ICRC check (roce_icrc_verify) seldom has to recover the ID.
+		 */
+		if (v4)
+			rx.ip.ip_id = (uint16_t)i;
 		rx.roce = data + off;
 		rx.len = uroce_udp_segment(len, seg, off);
 		if (rx.len > UROCE_PROGRESS_PAYLOAD_MAX) {
