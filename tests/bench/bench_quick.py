@@ -5,9 +5,10 @@ usage: bench_quick.py BIN_DIR SANITIZER UDP_PORT TCP_PORT
 
 Runs the quick matrix into a temporary folder and checks: exit 0; report.md has each section
 with a row per size or count and a ratio column; results.csv has a positive figure for every
-workload on uroce, UDP (no connections) and TCP, latencies under a second and connections
-that completed; both SVG plots parse as XML and draw a line per system; on a machine without
-an RDMA device, the report says the hardware runs were skipped. Exits 77 (skipped)
+workload on uroce, UDP (no connections) and TCP, and for the latencies on UDP through
+io_uring, latencies under a second and connections that completed; both SVG plots parse as
+XML and draw a line per system that ran there; on a machine without an RDMA device, the
+report says the hardware runs were skipped. Exits 77 (skipped)
 for a ThreadSanitizer build, which perftest cannot load.
 """
 import csv
@@ -52,6 +53,8 @@ def main():
         rows = [line for line in part.splitlines() if line.startswith("| ") and "---" not in line]
         if len(rows) != len(xs) + 1 or "uroce / TCP" not in rows[0]:
             fail(f"section '{title}': {len(rows) - 1} rows for {len(xs)} points, head {rows[0]}")
+        if (title == "Latency") != ("uroce / UDP io_uring" in rows[0]):
+            fail(f"section '{title}': the io_uring baseline's ratio column, head {rows[0]}")
         if "failed" in part:
             fail(f"section '{title}' has a failed run")
     got = {}
@@ -63,15 +66,16 @@ def main():
         metrics = {"latency": ["latency"], "connect": ["connect"]}.get(section,
                                                                        ["bandwidth", "rate"])
         for x in xs:
-            for system in ("uroce", "udp", "tcp"):
-                if section == "connect" and system == "udp":
+            for system in ("uroce", "udp", "udp-uring", "tcp"):
+                if (section == "connect" and system == "udp") or \
+                        (section != "latency" and system == "udp-uring"):
                     continue
                 for m in metrics:
                     v = got.get((section, x, system, m))
                     lo, hi = SANE[m]
                     if v in (None, "") or not lo <= float(v) <= hi:
                         fail(f"{section} {x} on {system}: {m} = {v!r}, not in [{lo}, {hi}]")
-    for plot, lines in (("latency.svg", 3), ("bandwidth.svg", 6)):
+    for plot, lines in (("latency.svg", 4), ("bandwidth.svg", 6)):
         root = ET.parse(os.path.join(out, plot)).getroot()
         n = len(root.findall("{http://www.w3.org/2000/svg}polyline"))
         if n != lines:

@@ -3,7 +3,7 @@
 
 A result is (section, x, system, repetition, metric, value): section is latency, bandwidth,
 bidirectional or connect; x the message size or the connection count; system uroce,
-hardware, udp or tcp.
+hardware, udp, udp-uring or tcp.
 """
 import csv
 import math
@@ -14,8 +14,12 @@ import subprocess
 import sys
 import time
 
-NAMES = {"uroce": "uroce", "hardware": "hardware", "udp": "UDP", "tcp": "TCP"}
-COLOURS = {"uroce": "#d62728", "hardware": "#1f77b4", "udp": "#2ca02c", "tcp": "#9467bd"}
+NAMES = {"uroce": "uroce", "hardware": "hardware", "udp": "UDP", "udp-uring": "UDP io_uring",
+         "tcp": "TCP"}
+COLOURS = {"uroce": "#d62728", "hardware": "#1f77b4", "udp": "#2ca02c", "udp-uring": "#8c564b",
+           "tcp": "#9467bd"}
+# The largest message of the io_uring ping-pong (uroce-sockbench --uring: one datagram).
+URING_MAX = 4096
 UNITS = {"latency": "us", "bandwidth": "Gb/s", "rate": "Mmsg/s", "connect": "us"}
 
 # The report's tables: (title, section, metric, fixed x or None, x heading, lower is better,
@@ -24,7 +28,10 @@ TABLES = [
     ("Latency", "latency", "latency", None, "size", True,
      "One-way latency of a ping-pong, median of the runs (us; lower is better). uroce and "
      "hardware: `ib_send_lat -s SIZE` (t_typical); UDP and TCP: `uroce-sockbench udp|tcp "
-     "latency --size SIZE` (both sides busy polling, TCP_NODELAY)."),
+     "latency --size SIZE` (both sides busy polling with non-blocking `recv`, TCP_NODELAY); "
+     "UDP io_uring: `uroce-sockbench udp latency --uring --size SIZE` (send and receive "
+     "through io_uring with deferred task work, both sides polling its completions without "
+     "sleeping; up to 4 KiB)."),
     ("Bandwidth, one way", "bandwidth", "bandwidth", None, "size", False,
      "Gb/s (higher is better). uroce and hardware: `ib_write_bw -s SIZE --report_gbits` (BW "
      "average); UDP and TCP: `uroce-sockbench udp|tcp stream --size SIZE` (UDP: messages "
@@ -95,6 +102,14 @@ def machine(version):
     return info
 
 
+def planned(section, x, system):
+    """Whether @system runs @section at @x: UDP has no connections, and the io_uring
+    ping-pong is a latency baseline of single datagrams."""
+    if system == "udp-uring":
+        return section == "latency" and x <= URING_MAX
+    return not (system == "udp" and section == "connect")
+
+
 def values(results, section, metric, x, system):
     return [v for (s, xx, sy, _, m, v) in results
             if s == section and m == metric and xx == x and sy == system and v is not None]
@@ -121,14 +136,15 @@ def table(results, systems, spec):
         xs = [x for x in xs if x == fixed]
     if not xs:
         return []
-    here = [sy for sy in systems if not (sy == "udp" and section == "connect")]
-    ratios = [("uroce", b) for b in ("udp", "tcp", "hardware") if b in here]
+    here = [sy for sy in systems if any(planned(section, x, sy) for x in xs)]
+    ratios = [("uroce", b) for b in ("udp", "udp-uring", "tcp", "hardware") if b in here]
     head = [xname] + [NAMES[sy] for sy in here] + [f"uroce / {NAMES[b]}" for _, b in ratios]
     out = [f"## {title}", "", what, "", "| " + " | ".join(head) + " |",
            "|" + "---|" * len(head)]
     for x in xs:
         row = [size_name(x) if xname == "size" else f"{x:,}"]
-        row += [cell(values(results, section, metric, x, sy)) for sy in here]
+        row += [cell(values(results, section, metric, x, sy)) if planned(section, x, sy)
+                else "-" for sy in here]
         for u, b in ratios:
             vu, vb = values(results, section, metric, x, u), values(results, section, metric,
                                                                      x, b)
@@ -246,6 +262,7 @@ def plot_bandwidth(out_dir, results, systems):
     for section, label, dashed in (("bandwidth", "", False), ("bidirectional", ", both ways",
                                                               True)):
         series += [(NAMES[sy] + label, COLOURS[sy], dashed,
-                    medians(results, section, "bandwidth", sy)) for sy in systems]
+                    medians(results, section, "bandwidth", sy)) for sy in systems
+                   if planned(section, 0, sy)]
     svg_plot(os.path.join(out_dir, "bandwidth.svg"), "Bandwidth (median)", "Gb/s", series,
              False)

@@ -51,6 +51,12 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+void sock_report_latency(double *t, long count)
+{
+	qsort(t, (size_t)count, sizeof(*t), cmp_double);
+	printf("latency %.2f us p99 %.2f us\n", t[count / 2] * 1e6, t[count * 99 / 100] * 1e6);
+}
+
 void sock_latency(const struct sock_ops *ops, const struct sock_run *r)
 {
 	double *t = sock_alloc((size_t)r->count * sizeof(*t));
@@ -80,9 +86,7 @@ void sock_latency(const struct sock_ops *ops, const struct sock_run *r)
 			t[i - WARMUP] = (sock_now() - t0) / 2;
 	}
 	waitpid(child, NULL, 0);
-	qsort(t, (size_t)r->count, sizeof(*t), cmp_double);
-	printf("latency %.2f us p99 %.2f us\n", t[r->count / 2] * 1e6,
-	       t[r->count * 99 / 100] * 1e6);
+	sock_report_latency(t, r->count);
 	free(t);
 	free(buf);
 }

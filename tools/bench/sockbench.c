@@ -4,7 +4,7 @@
  * baselines of uroce-bench (sockbench.h says what each workload measures).
  *
  *   uroce-sockbench udp|tcp latency|stream|connect [--size N] [--count N] [--seconds S]
- *                   [--bidir]
+ *                   [--bidir] [--uring]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -59,8 +59,10 @@ static void usage(FILE *out)
 		"  --size N     message size, 1..%d (default 2)\n"
 		"  --count N    latency round trips (default 20000) or connections (default 1000)\n"
 		"  --seconds S  stream duration, (0, 600] (default 2)\n"
-		"  --bidir      stream both ways at once (the sum is reported)\n",
-		SOCK_SEG, SOCK_SEG, SOCK_MAX_SIZE);
+		"  --bidir      stream both ways at once (the sum is reported)\n"
+		"  --uring      (udp latency) send and receive through io_uring, polling its\n"
+		"               completions without sleeping; --size at most %d\n",
+		SOCK_SEG, SOCK_SEG, SOCK_MAX_SIZE, SOCK_SEG);
 }
 
 /* A number option, or exit 2 naming it. */
@@ -82,11 +84,16 @@ static double number(const char *name, const char *s, double lo, double hi)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"size", required_argument, NULL, 'z'},    {"count", required_argument, NULL, 'n'},
-		{"seconds", required_argument, NULL, 's'}, {"bidir", no_argument, NULL, 'b'},
-		{"help", no_argument, NULL, 'h'},          {0},
+		{"size", required_argument, NULL, 'z'},
+		{"count", required_argument, NULL, 'n'},
+		{"seconds", required_argument, NULL, 's'},
+		{"bidir", no_argument, NULL, 'b'},
+		{"uring", no_argument, NULL, 'u'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	struct sock_run r = {.size = 2, .count = 0, .seconds = 2};
+	bool uring = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -102,6 +109,9 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			r.bidir = true;
+			break;
+		case 'u':
+			uring = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -122,13 +132,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unknown protocol \"%s\" (udp or tcp)\n", proto);
 		return 2;
 	}
+	if (uring && (!udp || strcmp(work, "latency") || r.size > SOCK_SEG)) {
+		fprintf(stderr, PROG ": --uring: only for udp latency, with --size at most %d\n",
+			SOCK_SEG);
+		return 2;
+	}
 	if (!strcmp(work, "latency")) {
 		r.count = r.count ? r.count : 20000;
 		if (r.count < 100) {
 			fprintf(stderr, PROG ": --count: latency needs at least 100 round trips\n");
 			return 2;
 		}
-		sock_latency(udp ? &sock_udp : &sock_tcp, &r);
+		if (uring)
+			sock_latency_uring(&r);
+		else
+			sock_latency(udp ? &sock_udp : &sock_tcp, &r);
 	} else if (!strcmp(work, "stream")) {
 		sock_stream(udp ? &sock_udp : &sock_tcp, &r);
 	} else if (!strcmp(work, "connect") && tcp) {

@@ -53,8 +53,16 @@ extern const struct sock_ops sock_udp, sock_tcp;
  *            connection (us)
  */
 void sock_latency(const struct sock_ops *ops, const struct sock_run *r);
+/*
+ * latency over UDP through io_uring (sock_uring.c), the baseline issue "Fabric engine" names:
+ * messages of at most SOCK_SEG bytes (one datagram).
+ */
+void sock_latency_uring(const struct sock_run *r);
 void sock_stream(const struct sock_ops *ops, const struct sock_run *r);
 void tcp_connect(const struct sock_run *r);
+
+/* Sort the @count one-way times @t (seconds) and print the latency line. */
+void sock_report_latency(double *t, long count);
 
 /* Shared helpers (sockbench.c). */
 double sock_now(void);

@@ -17,6 +17,9 @@ Systems:
               /sys/class/infiniband lists a device with a RoCE v2 IPv4 GID (or --hw-*);
               skipped with a line saying why otherwise
   UDP, TCP    the same workloads over the kernel's sockets (uroce-sockbench)
+  UDP io_uring
+              the latency ping-pong over UDP through io_uring, polling its completions
+              without sleeping (uroce-sockbench udp latency --uring; sizes up to 4 KiB)
 Every repetition runs each workload once on every system, one after the other, so that a
 noisy machine's drift hits all alike; the report gives medians with their spread.
 
@@ -248,8 +251,9 @@ def number(s):
 # --- the workloads: each returns {metric: value} for one run on one system -----------------
 
 def latency(r, p, system, size):
-    if system in ("udp", "tcp"):
-        out = r.sock([system, "latency", "--size", str(size), "--count", str(p["lat_iters"])])
+    if system in ("udp", "tcp", "udp-uring"):
+        proto = ["udp", "latency", "--uring"] if system == "udp-uring" else [system, "latency"]
+        out = r.sock(proto + ["--size", str(size), "--count", str(p["lat_iters"])])
         return {"latency": number(out[1])} if out else {}
     row = perftest_row(r.pair(system, ["ib_send_lat", "-s", str(size), "-n",
                                        str(p["lat_iters"])], "tcp"))
@@ -306,14 +310,13 @@ def main():
     if missing:
         die(f"{', '.join(missing)} missing (Debian: perftest, rdmacm-utils)", 1)
     hw = find_hardware(a)
-    systems = ["uroce"] + (["hardware"] if isinstance(hw, tuple) else []) + ["udp", "tcp"]
+    systems = (["uroce"] + (["hardware"] if isinstance(hw, tuple) else []) +
+               ["udp", "udp-uring", "tcp"])
     r = Runner(a, hw)
     if not isinstance(hw, tuple):
         print(f"{PROG}: hardware: {hw}", file=sys.stderr)
     w = workloads(a, p)
-    # UDP has no connections.
-    runs = [(section, x, fn, [sy for sy in systems if not (section == "connect" and
-                                                           sy == "udp")])
+    runs = [(section, x, fn, [sy for sy in systems if bench_report.planned(section, x, sy)])
             for section, x, fn in w]
     total = sum(len(on) for *_, on in runs) * a.reps
     results = []  # (section, x, system, rep, metric, value)
