@@ -16,11 +16,9 @@
 #include "tools/bench/sockbench.h"
 
 enum {
-	WARMUP = 100,
 	RECV_BUF = 1 << 20, /* a ping-pong's receive buffer */
 	RECV_SEG = 1 << 16, /* a coalesced UDP datagram fits */
 	RECV_BATCH = 64,    /* reads per recvmmsg */
-	HANG_SECONDS = 60,
 };
 
 /* Busy-poll @fd until @size bytes have arrived (a message may come as several datagrams). */
@@ -61,12 +59,12 @@ void sock_latency(const struct sock_ops *ops, const struct sock_run *r)
 {
 	double *t = sock_alloc((size_t)r->count * sizeof(*t));
 	char *buf = sock_alloc(RECV_BUF);
-	long n = r->count + WARMUP;
+	long n = r->count + SOCK_WARMUP;
 	int fd[2];
 	pid_t child;
 
 	ops->pair(fd, true);
-	alarm(HANG_SECONDS); /* a datagram lost would stall the ping-pong for ever */
+	alarm(SOCK_HANG_SECONDS); /* a datagram lost would stall the ping-pong for ever */
 	child = fork();
 	if (child < 0)
 		sock_die("fork");
@@ -82,8 +80,8 @@ void sock_latency(const struct sock_ops *ops, const struct sock_run *r)
 
 		send_msg(ops, fd[0], buf, r->size);
 		recv_msg(fd[0], buf, r->size);
-		if (i >= WARMUP)
-			t[i - WARMUP] = (sock_now() - t0) / 2;
+		if (i >= SOCK_WARMUP)
+			t[i - SOCK_WARMUP] = (sock_now() - t0) / 2;
 	}
 	waitpid(child, NULL, 0);
 	sock_report_latency(t, r->count);

@@ -20,8 +20,6 @@
 #include "tools/bench/sockbench.h"
 
 enum {
-	WARMUP = 100,
-	HANG_SECONDS = 60,
 	TAG_SEND = 1,
 	TAG_RECV = 2,
 };
@@ -101,13 +99,13 @@ void sock_latency_uring(const struct sock_run *r)
 {
 	double *t = sock_alloc((size_t)r->count * sizeof(*t));
 	char *out = sock_alloc(SOCK_SEG), *in = sock_alloc(SOCK_SEG);
-	long n = r->count + WARMUP;
+	long n = r->count + SOCK_WARMUP;
 	struct io_uring ring;
 	int fd[2];
 	pid_t child;
 
 	sock_udp.pair(fd, true);
-	alarm(HANG_SECONDS); /* a datagram lost would stall the ping-pong for ever */
+	alarm(SOCK_HANG_SECONDS); /* a datagram lost would stall the ping-pong for ever */
 	child = fork();
 	if (child < 0)
 		sock_die("fork");
@@ -125,8 +123,8 @@ void sock_latency_uring(const struct sock_run *r)
 
 		submit(&ring, fd[0], out, r->size, in);
 		poll_recv(&ring);
-		if (i >= WARMUP)
-			t[i - WARMUP] = (sock_now() - t0) / 2;
+		if (i >= SOCK_WARMUP)
+			t[i - SOCK_WARMUP] = (sock_now() - t0) / 2;
 	}
 	waitpid(child, NULL, 0);
 	io_uring_queue_exit(&ring);

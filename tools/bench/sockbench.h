@@ -25,6 +25,12 @@ struct sock_run {
 enum { SOCK_SEG = 4096, SOCK_MAX_SIZE = 1 << 20 };
 
 /*
+ * A ping-pong's round trips before the measured ones, and how long it may run: a datagram lost
+ * would stall it for ever.
+ */
+enum { SOCK_WARMUP = 100, SOCK_HANG_SECONDS = 60 };
+
+/*
  * A socket type: how to make two connected endpoints on 127.0.0.1 and send on one. Both
  * senders return the bytes sent or -1 with errno (EAGAIN and ENOBUFS are a full buffer).
  */
