@@ -122,7 +122,7 @@ static const struct config_var vars[] = {
 	{"UROCE_BACKEND", parse_backend, offsetof(struct uroce_config, backend),
 	 "auto, io_uring or epoll"},
 	{"UROCE_FAULTS", parse_faults, offsetof(struct uroce_config, faults),
-	 "KEY=VALUE,... with keys loss, reorder, dup, corrupt, delay, seed, dir"},
+	 "KEY=VALUE,... with keys loss, reorder, dup, corrupt, delay, seed, dir, spare"},
 };
 
 enum { NVARS = sizeof(vars) / sizeof(vars[0]) };

@@ -89,11 +89,17 @@ static int parse_dir(const char *v, struct uroce_faults_cfg *cfg)
 	return cfg->tx || cfg->rx ? 0 : EINVAL;
 }
 
+static int parse_spare(const char *v, struct uroce_faults_cfg *cfg)
+{
+	cfg->spare_acks = !strcmp(v, "acks");
+	return cfg->spare_acks ? 0 : EINVAL;
+}
+
 /* One key=value; EINVAL after saying what is wrong. */
 static int parse_one(char *item, struct uroce_faults_cfg *cfg, unsigned int *seen)
 {
 	static const char *const keys[] = {"loss",  "reorder", "dup", "corrupt",
-					   "delay", "seed",    "dir"};
+					   "delay", "seed",    "dir", "spare"};
 	static const char *const expect[] = {
 		"a probability 0..1",
 		"a probability 0..1",
@@ -101,7 +107,8 @@ static int parse_one(char *item, struct uroce_faults_cfg *cfg, unsigned int *see
 		"a probability 0..1",
 		"a duration such as 200us (ns, us, ms, s; at most 60 s)",
 		"a number",
-		"tx, rx or both"};
+		"tx, rx or both",
+		"acks"};
 	char *eq = strchr(item, '=');
 	size_t k;
 	int err;
@@ -114,7 +121,7 @@ static int parse_one(char *item, struct uroce_faults_cfg *cfg, unsigned int *see
 	if (k == sizeof(keys) / sizeof(keys[0]) || !eq) {
 		uroce_log(UROCE_LOG_ERROR,
 			  "UROCE_FAULTS: \"%s\" is not KEY=VALUE with a key of loss, reorder, dup, "
-			  "corrupt, delay, seed, dir",
+			  "corrupt, delay, seed, dir, spare",
 			  item);
 		return EINVAL;
 	}
@@ -142,8 +149,11 @@ static int parse_one(char *item, struct uroce_faults_cfg *cfg, unsigned int *see
 	case 5:
 		err = parse_seed(eq + 1, &cfg->seed);
 		break;
-	default:
+	case 6:
 		err = parse_dir(eq + 1, cfg);
+		break;
+	default:
+		err = parse_spare(eq + 1, cfg);
 		break;
 	}
 	if (err)
@@ -279,18 +289,22 @@ static bool hold(struct uroce_faults *f, bool tx, const struct roce_ipudp *ip, c
 	return true;
 }
 
-unsigned int uroce_faults_apply(struct uroce_faults *f, bool tx, const struct roce_ipudp *ip,
-				uint8_t *roce, size_t len)
+/*
+ * What befalls one packet (f->lock held): false if it is lost; otherwise the @copies that arrive
+ * and the @wait they are held beyond the delay.
+ */
+static bool decide(struct uroce_faults *f, uint8_t *roce, size_t len, unsigned int *copies,
+		   uint64_t *wait)
 {
 	const struct uroce_faults_cfg *c = &f->cfg;
-	unsigned int copies = 1;
-	uint64_t wait = c->delay_ns;
 
-	pthread_mutex_lock(&f->lock);
+	*copies = 1;
+	*wait = 0;
+	if (c->spare_acks && len >= ROCE_BTH_LEN && roce[0] == ROCE_OP_ACK)
+		return true;
 	if (chance(f, c->loss_ppm)) {
 		f->stats.lost++;
-		pthread_mutex_unlock(&f->lock);
-		return 0;
+		return false;
 	}
 	if (chance(f, c->corrupt_ppm) && len > ROCE_BTH_LEN) {
 		/* Past the BTH, so that it still reaches the QP and fails the ICRC there. */
@@ -300,15 +314,27 @@ unsigned int uroce_faults_apply(struct uroce_faults *f, bool tx, const struct ro
 		f->stats.corrupted++;
 	}
 	if (chance(f, c->dup_ppm)) {
-		copies = 2;
+		*copies = 2;
 		f->stats.duplicated++;
 	}
 	if (chance(f, c->reorder_ppm)) {
-		wait += UROCE_FAULTS_REORDER_NS;
+		*wait = UROCE_FAULTS_REORDER_NS;
 		f->stats.reordered++;
 	}
-	if (wait) {
-		uint64_t due = uroce_now() + wait;
+	return true;
+}
+
+unsigned int uroce_faults_apply(struct uroce_faults *f, bool tx, const struct roce_ipudp *ip,
+				uint8_t *roce, size_t len)
+{
+	unsigned int copies;
+	uint64_t wait;
+
+	pthread_mutex_lock(&f->lock);
+	if (!decide(f, roce, len, &copies, &wait)) {
+		copies = 0;
+	} else if (wait + f->cfg.delay_ns) {
+		uint64_t due = uroce_now() + wait + f->cfg.delay_ns;
 
 		f->stats.delayed++;
 		for (unsigned int i = 0; i < copies; i++)

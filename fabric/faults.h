@@ -11,6 +11,12 @@
  *   delay                         every packet is held this long (ns, us, ms or s; default 0)
  *   seed                          of the generator (default 1)
  *   dir                           tx (default), rx or both: where the faults apply
+ *   spare=acks                    RC ACKs (opcode 0x11) meet no fault but the delay, as the
+ *                                 netns tests' nftables rules spare them: a program that ends
+ *                                 without a closing handshake (ibv_rc_pingpong) can otherwise
+ *                                 lose the last ACK of a peer that has already exited, which
+ *                                 no retransmission brings back (the program's race, which a
+ *                                 lossy wire to a real RNIC has too)
  *
  * A lost packet is not sent (tx) or not delivered (rx), and not captured; a corrupted one has a
  * byte flipped after its ICRC was computed, so the receiver's ICRC check drops it (tx: the
@@ -34,7 +40,8 @@ struct uroce_faults_cfg {
 	uint32_t loss_ppm, reorder_ppm, dup_ppm, corrupt_ppm; /* parts per million */
 	uint64_t delay_ns;
 	uint64_t seed;
-	bool tx, rx; /* the directions they apply to */
+	bool tx, rx;     /* the directions they apply to */
+	bool spare_acks; /* RC ACKs meet no fault (spare=acks) */
 };
 
 /*

@@ -2,8 +2,8 @@
 /*
  * UROCE_FAULTS (fabric/faults.h): the parser and its messages, and what each fault does to the
  * datagrams an endpoint sends to itself -- loss, duplication, corruption (the ICRC check fails),
- * delay, reordering, on transmit or receive -- the same way again for the same seed; and an
- * unknown UROCE_* variable is refused.
+ * delay, reordering, on transmit or receive -- the same way again for the same seed; RC ACKs
+ * spared on request; and an unknown UROCE_* variable is refused.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -63,8 +63,11 @@ static int open_with(const char *faults)
 	return uroce_net_open(&net, &ops, NULL);
 }
 
-/* Send N UD packets numbered by PSN to a QP of this process; wait for them to settle. */
-static uint64_t send_all(void)
+/*
+ * Send N packets numbered by PSN to a QP of this process, UD SENDs or (@acks) RC ACKs; wait for
+ * them to settle.
+ */
+static uint64_t send_some(bool acks)
 {
 	uint8_t lo[4] = {127, 0, 0, 1};
 	struct roce_ipudp f = {0};
@@ -77,20 +80,27 @@ static uint64_t send_all(void)
 	f.ttl = 64;
 	for (uint32_t i = 0; i < N; i++) {
 		uint8_t p[ROCE_BTH_LEN + ROCE_DETH_LEN + 32 + ROCE_ICRC_LEN] = {0};
+		size_t hdrs = acks ? ROCE_BTH_LEN + ROCE_AETH_LEN : ROCE_BTH_LEN + ROCE_DETH_LEN;
+		size_t len = acks ? hdrs + ROCE_ICRC_LEN : sizeof(p);
 		struct roce_pkt pkt = {0};
 
-		pkt.bth.opcode = ROCE_TR_UD | ROCE_OP_SEND_ONLY;
+		pkt.bth.opcode = acks ? ROCE_TR_RC | ROCE_OP_ACK : ROCE_TR_UD | ROCE_OP_SEND_ONLY;
 		pkt.bth.pkey = ROCE_DEFAULT_PKEY;
 		pkt.bth.dqpn = qpn;
 		pkt.bth.psn = i;
 		pkt.deth.src_qpn = 2;
-		roce_encode_hdrs(p, ROCE_BTH_LEN + ROCE_DETH_LEN, &pkt);
-		cr_assert_eq(uroce_net_send(net, &f, p, sizeof(p)), 0);
+		roce_encode_hdrs(p, hdrs, &pkt);
+		cr_assert_eq(uroce_net_send(net, &f, p, len), 0);
 		if (i % 50 == 49)
 			usleep(1000); /* no drops in the socket buffers: only the faults lose */
 	}
 	usleep(300000);
 	return t0;
+}
+
+static uint64_t send_all(void)
+{
+	return send_some(false);
 }
 
 static void close_net(void)
@@ -118,7 +128,9 @@ Test(net_faults, parser)
 	cr_assert(c.tx && c.rx);
 	cr_assert_eq(c.delay_ns, 3000000);
 	cr_assert_eq(uroce_faults_parse("dir=rx", &c), 0);
-	cr_assert(!c.tx && c.rx);
+	cr_assert(!c.tx && c.rx && !c.spare_acks);
+	cr_assert_eq(uroce_faults_parse("loss=0.1,spare=acks", &c), 0);
+	cr_assert(c.spare_acks);
 	/* Each wrong thing is refused. */
 	const char *bad[] = {"",
 			     "loss",
@@ -132,6 +144,8 @@ Test(net_faults, parser)
 			     "delay=61s",
 			     "seed=x",
 			     "dir=up",
+			     "spare=naks",
+			     "spare=",
 			     "loss=0.1,loss=0.2",
 			     "loss=0.1,,dup=0.1"};
 
@@ -215,4 +229,24 @@ Test(net_faults, delay_and_reorder, .timeout = 30)
 	for (int i = 1; i < N; i++)
 		late += got[i].seq < got[i - 1].seq;
 	cr_assert_gt(late, 0, "some packets are overtaken");
+}
+
+Test(net_faults, spare_acks, .timeout = 30)
+{
+	struct uroce_net_stats st;
+
+	cr_assert_eq(open_with("loss=1,dir=both,spare=acks"), 0);
+	send_all();
+	cr_assert_eq(ngot, 0, "every SEND is lost");
+	send_some(true);
+	uroce_net_get_stats(net, &st);
+	close_net();
+	cr_assert_eq(ngot, N, "no ACK is lost");
+	cr_assert_eq(st.faults.lost, (uint64_t)N, "the SENDs, on transmit");
+	cr_assert_eq(open_with("corrupt=1,dup=1,spare=acks,dir=rx"), 0);
+	send_some(true);
+	close_net();
+	cr_assert_eq(ngot, N, "no ACK duplicated");
+	for (int i = 0; i < ngot; i++)
+		cr_assert_neq(got[i].icrc, ROCE_ICRC_BAD, "ACK %d corrupted", i);
 }
