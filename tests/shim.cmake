@@ -136,8 +136,10 @@ uroce_two_process_tests(perftest shim/perftest.sh "${_perftests}")
 # The same through lossy, reordering, duplicating and corrupting wires (UROCE_FAULTS, both
 # directions of both processes): retransmission must carry every message through. perftest ends
 # with a handshake, so no last ACK is lost after a peer has gone.
+# Each engine's totals and any QP's state at an error (UROCE_LOG=info) go to the failure's report.
 set_tests_properties(perftest_write_bw_faults perftest_read_bw_faults perftest_send_bw_faults
-  PROPERTIES ENVIRONMENT "UROCE_FAULTS=loss=0.05,reorder=0.02,dup=0.01,corrupt=0.01,dir=both")
+  PROPERTIES ENVIRONMENT
+  "UROCE_FAULTS=loss=0.05,reorder=0.02,dup=0.01,corrupt=0.01,dir=both;UROCE_LOG=info")
 set_tests_properties(perftest_write_bw_epoll perftest_read_lat_epoll
   PROPERTIES ENVIRONMENT UROCE_BACKEND=epoll)
 

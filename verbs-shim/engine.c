@@ -537,11 +537,30 @@ static void env_event(void *ctx, enum ibv_event_type type)
 	uroce_async_event(qp->ctx, type, &qp->qpx.qp_base);
 }
 
+/* With UROCE_LOG=info, where QP @c stood when it went to the error state: for post-mortems. */
+static void log_qp_error(const struct roce_qp *c)
+{
+	const struct roce_qp_counters *n = &c->counters;
+
+	if (!uroce_log_enabled(UROCE_LOG_INFO))
+		return;
+	uroce_log(UROCE_LOG_INFO,
+		  "QP %#x: error state; sending: PSN %#x next, %#x oldest unacknowledged, %u "
+		  "retries left; receiving: PSN %#x expected; %llu retransmissions, %llu timeouts, "
+		  "%llu duplicates, %llu out of sequence, %llu unmatched responses received, %llu "
+		  "sequence NAKs sent",
+		  c->qpn, c->req.psn, c->comp.psn, c->comp.retry_left, c->resp.psn,
+		  (unsigned long long)n->retransmits, (unsigned long long)n->timeouts,
+		  (unsigned long long)n->rx_duplicate, (unsigned long long)n->rx_out_of_seq,
+		  (unsigned long long)n->rx_bad_resp, (unsigned long long)n->seq_naks_sent);
+}
+
 static void env_to_error(void *ctx)
 {
 	struct uroce_qp *qp = ctx;
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 
+	log_qp_error(&qp->core);
 	roce_qp_modify(&qp->core, &attr, IBV_QP_STATE);
 	uroce_qp_to_error(qp);
 }
