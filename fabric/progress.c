@@ -41,9 +41,7 @@
 #define POLL_IDLE_MAX_NS          1000000u
 
 struct direct_rx {
-	uint8_t *bufs;      /* RX_BATCH buffers of RX_STRIDE bytes */
-	unsigned int vlen;  /* datagrams the next recvmmsg asks for: 1 or RX_BATCH */
-	bool last_nonempty; /* the last receive brought datagrams */
+	uint8_t *bufs; /* RX_BATCH buffers of RX_STRIDE bytes */
 	struct mmsghdr msgs[RX_BATCH];
 	struct iovec iov[RX_BATCH];
 	struct sockaddr_storage names[RX_BATCH];
@@ -121,11 +119,10 @@ static unsigned int receive_socket(struct uroce_progress *p, struct udp_slot *s)
 	unsigned int total = 0;
 
 	for (;;) {
-		unsigned int vlen = d->vlen;
 		uint64_t now;
 		int n;
 
-		for (unsigned int i = 0; i < vlen; i++) {
+		for (unsigned int i = 0; i < RX_BATCH; i++) {
 			struct msghdr *m = &d->msgs[i].msg_hdr;
 
 			m->msg_name = &d->names[i];
@@ -136,14 +133,7 @@ static unsigned int receive_socket(struct uroce_progress *p, struct udp_slot *s)
 			m->msg_controllen = sizeof(d->control[i].buf);
 			m->msg_flags = 0;
 		}
-		n = nc_recvmmsg(s->sock.fd, d->msgs, vlen, MSG_DONTWAIT);
-		/*
-		 * One datagram at a time while they come one by one (a ping-pong): recvmmsg asked
-		 * for more tries the socket again after the first and finds it empty, ~0.1 us on
-		 * every hop. Two receives in a row that bring some mean a backlog: batches again.
-		 */
-		d->vlen = n > 1 || (n == 1 && d->last_nonempty) ? RX_BATCH : 1;
-		d->last_nonempty = n > 0;
+		n = nc_recvmmsg(s->sock.fd, d->msgs, RX_BATCH, MSG_DONTWAIT);
 		if (n <= 0) {
 			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
@@ -167,7 +157,7 @@ static unsigned int receive_socket(struct uroce_progress *p, struct udp_slot *s)
 			progress_received(p, &ip, seg, d->iov[i].iov_base, d->msgs[i].msg_len, now);
 		}
 		total += (unsigned int)n;
-		if ((unsigned int)n < vlen || vlen == 1)
+		if (n < RX_BATCH)
 			return total;
 	}
 }
@@ -497,7 +487,6 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 		err = ENOMEM;
 		goto fail;
 	}
-	p->direct->vlen = RX_BATCH;
 	for (unsigned int i = 0; i < RX_BATCH; i++) {
 		p->direct->iov[i].iov_base = p->direct->bufs + (size_t)i * RX_STRIDE;
 		p->direct->iov[i].iov_len = UROCE_UDP_RECV_MAX;
