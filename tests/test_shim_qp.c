@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * verbs-shim queue pairs: creation, the state machine of ibv_modify_qp (the attributes Linux
- * requires and allows per transition), posting rules, flush on error, the ibv_wr_* interface,
- * multicast attachment and SRQs.
+ * requires and allows per transition), posting rules, flush on error, a remote access error and
+ * what UROCE_LOG=info says of it, the ibv_wr_* interface, multicast attachment and SRQs.
  */
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "shim/lo.h"
 
@@ -362,6 +366,62 @@ Test(shim_qp, flush_on_error_with_channel_event)
 	cr_assert_eq(to_state(qp, IBV_QPS_RESET), 0);
 	cr_assert_eq(to_state(qp, IBV_QPS_ERR), 0);
 	expect_completions(rcq, wc, 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+}
+
+/*
+ * A WRITE to a key the target does not have: the QP (connected to itself) NAKs it and goes to
+ * the error state, and with UROCE_LOG=info the engine says where the QP stood (engine.c).
+ */
+Test(shim_qp, remote_access_error_is_logged)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 7,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = {.remote_addr = (uintptr_t)buf, .rkey = mr->rkey + 1}},
+			   *bad = NULL;
+	/* It expects its own first PSN (rc_to_rts), so that the request is not out of sequence. */
+	struct ibv_qp_attr rtr = {.qp_state = IBV_QPS_RTR,
+				  .path_mtu = IBV_MTU_1024,
+				  .rq_psn = 0x123456,
+				  .max_dest_rd_atomic = 4,
+				  .min_rnr_timer = 12};
+	char said[4096] = "";
+	struct ibv_wc wc;
+	struct ibv_qp *qp;
+	int pipefd[2], saved = dup(2), n = 0;
+	ssize_t got;
+
+	/* Before the first QP starts the engine, which reads the environment. */
+	cr_assert_eq(setenv("UROCE_LOG", "info", 1), 0);
+	cr_assert_eq(pipe2(pipefd, O_NONBLOCK), 0);
+	cr_assert_eq(dup2(pipefd[1], 2), 2);
+	qp = create(IBV_QPT_RC);
+	cr_assert_eq(to_init(qp), 0);
+	rtr.ah_attr = lo_ah_attr(ctx);
+	rtr.dest_qp_num = qp->qp_num;
+	cr_assert_eq(ibv_modify_qp(qp, &rtr,
+				   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					   IBV_QP_MIN_RNR_TIMER),
+		     0);
+	cr_assert_eq(rc_to_rts(qp), 0);
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	for (int i = 0; i < 2000 && !(n = ibv_poll_cq(scq, 1, &wc)); i++)
+		usleep(1000);
+	dup2(saved, 2);
+	got = read(pipefd[0], said, sizeof(said) - 1);
+	said[got > 0 ? got : 0] = '\0';
+	cr_assert_eq(n, 1, "the WRITE completes");
+	cr_assert(wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_WR_FLUSH_ERR, "%s",
+		  ibv_wc_status_str(wc.status));
+	cr_assert_not_null(strstr(said, ": error state; sending: PSN 0x123457 next, 0x123456 "
+					"oldest unacknowledged, 7 retries left; receiving: PSN "
+					"0x123456 expected; 0 retransmissions, 0 timeouts"),
+			   "UROCE_LOG=info said: %s", said);
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 }
 
