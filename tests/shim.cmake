@@ -135,11 +135,15 @@ set(_perftests
 uroce_two_process_tests(perftest shim/perftest.sh "${_perftests}")
 # The same through lossy, reordering, duplicating and corrupting wires (UROCE_FAULTS, both
 # directions of both processes): retransmission must carry every message through. perftest ends
-# with a handshake, so no last ACK is lost after a peer has gone.
+# with a handshake, so no last ACK is lost after a peer has gone. About 5 % of the packets are
+# lost on each way (the sender's transmit faults and the receiver's receive faults): at 12 %
+# (loss=0.05,corrupt=0.01) perftest's retry_cnt of 7 ran out now and then by chance -- eight
+# go-back-N rounds in a row without progress, once in about 40 CI runs; the transport's
+# simulation under that mix gave IBV_WC_RETRY_EXC_ERR in 12 of 20,000 seeds, none at 8 %.
 # Each engine's totals and any QP's state at an error (UROCE_LOG=info) go to the failure's report.
 set_tests_properties(perftest_write_bw_faults perftest_read_bw_faults perftest_send_bw_faults
   PROPERTIES ENVIRONMENT
-  "UROCE_FAULTS=loss=0.05,reorder=0.02,dup=0.01,corrupt=0.01,dir=both;UROCE_LOG=info")
+  "UROCE_FAULTS=loss=0.02,reorder=0.02,dup=0.01,corrupt=0.005,dir=both;UROCE_LOG=info")
 set_tests_properties(perftest_write_bw_epoll perftest_read_lat_epoll
   PROPERTIES ENVIRONMENT UROCE_BACKEND=epoll)
 
