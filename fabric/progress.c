@@ -112,9 +112,9 @@ void progress_on_epoll(struct uroce_progress *p)
 		progress_on_watch(ev[i].data.ptr);
 }
 
-/* Receive what @s holds, a batch at a time, until it would block. Returns the datagrams. */
-static unsigned int receive_socket(struct uroce_progress *p, struct udp_slot *s)
+unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot)
 {
+	struct udp_slot *s = &p->udp[slot];
 	struct direct_rx *d = p->direct;
 	unsigned int total = 0;
 
@@ -162,32 +162,25 @@ static unsigned int receive_socket(struct uroce_progress *p, struct udp_slot *s)
 	}
 }
 
-unsigned int progress_receive_direct(struct uroce_progress *p)
+/*
+ * The direct receive of a polling thread: one socket per poll. Seven polls in eight try the
+ * socket that last brought datagrams (a ping-pong's next one comes there), the eighth the
+ * sockets in turn, so that a busy socket starves none. No epoll set holds the sockets
+ * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
+ * into it, ~0.1 us a hop of ib_send_lat (A/B in docs/PERFORMANCE.md).
+ */
+static unsigned int receive_direct(struct uroce_progress *p)
 {
-	struct epoll_event ev[PROGRESS_MAX_UDP];
-	unsigned int total = 0;
-	int n;
+	unsigned int n = progress_udp_count(p), slot = p->rx_hint, got;
 
-	/*
-	 * Seven polls in eight, only the socket that last brought datagrams: a ping-pong's next
-	 * one comes there, and one recvmmsg takes it (or finds nothing) without an epoll_wait.
-	 * The eighth asks epoll, so that a busy socket never starves the rest. (Against every
-	 * other poll with the epoll_wait after an empty recvmmsg: ib_send_lat 2 B median 8.9 ->
-	 * 8.2 us one way, A/B interleaved; bandwidth and message rate unchanged.)
-	 */
-	if (p->rx_hinted && (p->rx_turn++ & 7))
-		return receive_socket(p, &p->udp[p->rx_hint]);
-	n = nc_epoll_wait(p->rx_epfd, ev, PROGRESS_MAX_UDP, 0);
-	for (int i = 0; i < n; i++) {
-		unsigned int got = receive_socket(p, &p->udp[ev[i].data.u32]);
-
-		if (got) {
-			p->rx_hint = ev[i].data.u32;
-			p->rx_hinted = true;
-		}
-		total += got;
-	}
-	return total;
+	if (!n)
+		return 0;
+	if (!(p->rx_turn++ & 7) || slot >= n)
+		slot = p->rx_next++ % n;
+	got = progress_receive_slot(p, slot);
+	if (got)
+		p->rx_hint = slot;
+	return got;
 }
 
 bool progress_sockets_wanted(struct uroce_progress *p)
@@ -195,14 +188,9 @@ bool progress_sockets_wanted(struct uroce_progress *p)
 	return atomic_load(&p->want_app) || atomic_load(&p->app_rx);
 }
 
-unsigned int progress_udp_count(struct uroce_progress *p)
+unsigned int progress_udp_count(const struct uroce_progress *p)
 {
-	unsigned int n;
-
-	pthread_mutex_lock(&p->lock);
-	n = p->udp_count;
-	pthread_mutex_unlock(&p->lock);
-	return n;
+	return atomic_load_explicit(&p->udp_count, memory_order_acquire);
 }
 
 static void reap_watches(struct uroce_progress *p)
@@ -434,8 +422,6 @@ static void free_progress(struct uroce_progress *p)
 		close(p->evfd);
 	if (p->epfd >= 0)
 		close(p->epfd);
-	if (p->rx_epfd >= 0)
-		close(p->rx_epfd);
 	if (p->direct)
 		free(p->direct->bufs);
 	free(p->direct);
@@ -465,7 +451,6 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	p->ops = ops;
 	p->arg = arg;
 	p->epfd = -1;
-	p->rx_epfd = -1;
 	p->evfd = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->rx_lock, NULL);
@@ -492,10 +477,8 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 		p->direct->iov[i].iov_len = UROCE_UDP_RECV_MAX;
 	}
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
-	p->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (p->epfd < 0 || p->rx_epfd < 0 || p->evfd < 0 ||
-	    !uroce_progress_watch(p, p->evfd, on_wake, p)) {
+	if (p->epfd < 0 || p->evfd < 0 || !uroce_progress_watch(p, p->evfd, on_wake, p)) {
 		err = errno;
 		goto fail;
 	}
@@ -540,18 +523,16 @@ bool uroce_progress_on_thread(const struct uroce_progress *p)
 
 int uroce_progress_add_udp(struct uroce_progress *p, const struct uroce_udp *s)
 {
-	struct epoll_event ev = {.events = EPOLLIN};
+	unsigned int n;
 	int err = 0;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->udp_count == PROGRESS_MAX_UDP) {
+	n = atomic_load_explicit(&p->udp_count, memory_order_relaxed);
+	if (n == PROGRESS_MAX_UDP) {
 		err = ENOSPC;
 	} else {
-		ev.data.u32 = p->udp_count;
-		if (epoll_ctl(p->rx_epfd, EPOLL_CTL_ADD, s->fd, &ev))
-			err = errno;
-		else
-			p->udp[p->udp_count++].sock = *s;
+		p->udp[n].sock = *s;
+		atomic_store_explicit(&p->udp_count, n + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!err && !uroce_progress_on_thread(p))
@@ -593,7 +574,7 @@ int uroce_progress_poll(struct uroce_progress *p)
 	 * (verbs-shim/engine.c).
 	 */
 	end_batch(p);
-	n = progress_receive_direct(p);
+	n = receive_direct(p);
 	atomic_store(&p->end_due, n > 0);
 	rx_unlock(p);
 	return (int)n;
@@ -665,7 +646,7 @@ uint64_t uroce_progress_rx_lost(struct uroce_progress *p)
 	uint64_t lost = 0;
 
 	pthread_mutex_lock(&p->lock);
-	for (unsigned int i = 0; i < p->udp_count; i++)
+	for (unsigned int i = 0; i < progress_udp_count(p); i++)
 		lost += uroce_udp_drops(&p->udp[i].sock);
 	pthread_mutex_unlock(&p->lock);
 	return lost;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The epoll backend of the progress thread (progress_int.h), for where io_uring is refused: the
- * receive set (the UDP sockets) is nested in the epoll set of watched descriptors, and a ready
- * receive set is drained by the direct receive. Leaving the sockets to polling threads is
- * taking the receive set out of the epoll set.
+ * UDP sockets join the epoll set of watched descriptors, and a ready one is drained by
+ * recvmmsg (progress_receive_slot). Leaving the sockets to polling threads is taking them out
+ * of the set: a socket in an epoll set costs every datagram sent to it a wake-up call
+ * (progress.c, receive_direct).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,11 +16,13 @@
 #include "fabric/progress_int.h"
 
 #define MAX_EVENTS 16
-/* The receive set's epoll tag: odd, so that it cannot be a watch's (aligned) pointer. */
-#define RX_TAG 1
+/* A UDP socket's epoll tag: 2 * slot + 1, odd, so that it cannot be a watch's (aligned)
+ * pointer. */
+#define SLOT_TAG(i)   (2 * (uint64_t)(i) + 1)
+#define IS_SLOT(tag)  ((tag)&1)
+#define TAG_SLOT(tag) ((unsigned int)((tag) >> 1))
 
 struct epoll_be {
-	bool rx_in_set; /* the receive set is in the epoll set */
 	struct epoll_event ev[MAX_EVENTS];
 	int n; /* events the last wait returned */
 };
@@ -40,16 +43,27 @@ static void teardown(struct uroce_progress *p)
 	p->be = NULL;
 }
 
-static void set_rx(struct uroce_progress *p, struct epoll_be *e, bool in)
+/* Put the UDP sockets in the watch set (@in) or take them out. Returns whether all are. */
+static bool set_sockets(struct uroce_progress *p, bool in)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = RX_TAG};
+	unsigned int n = progress_udp_count(p);
+	bool done = true;
 
-	if (e->rx_in_set == in)
-		return;
-	if (epoll_ctl(p->epfd, in ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, p->rx_epfd, &ev))
-		uroce_log(UROCE_LOG_ERROR, "epoll of the UDP sockets: %s", strerror(errno));
-	else
-		e->rx_in_set = in;
+	for (unsigned int i = 0; i < n; i++) {
+		struct udp_slot *s = &p->udp[i];
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = SLOT_TAG(i)};
+
+		if (s->armed == in)
+			continue;
+		if (epoll_ctl(p->epfd, in ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, s->sock.fd, &ev)) {
+			uroce_log(UROCE_LOG_ERROR, "epoll of UDP port %u: %s", s->sock.port,
+				  strerror(errno));
+			done = false;
+		} else {
+			s->armed = in;
+		}
+	}
+	return done;
 }
 
 static bool wait(struct uroce_progress *p, uint64_t deadline)
@@ -59,7 +73,7 @@ static bool wait(struct uroce_progress *p, uint64_t deadline)
 	struct timespec ts;
 
 	if (!progress_sockets_wanted(p))
-		set_rx(p, e, true);
+		set_sockets(p, true);
 	if (deadline != UINT64_MAX) {
 		uint64_t wait = deadline > now ? deadline - now : 0;
 
@@ -76,8 +90,10 @@ static void dispatch(struct uroce_progress *p)
 	struct epoll_be *e = p->be;
 
 	for (int i = 0; i < e->n; i++) {
-		if (e->ev[i].data.u64 == RX_TAG)
-			progress_receive_direct(p);
+		uint64_t tag = e->ev[i].data.u64;
+
+		if (IS_SLOT(tag))
+			progress_receive_slot(p, TAG_SLOT(tag));
 		else
 			progress_on_watch(e->ev[i].data.ptr);
 	}
@@ -85,8 +101,7 @@ static void dispatch(struct uroce_progress *p)
 
 static bool release(struct uroce_progress *p)
 {
-	set_rx(p, p->be, false);
-	return !((struct epoll_be *)p->be)->rx_in_set;
+	return set_sockets(p, false);
 }
 
 const struct progress_backend progress_epoll_backend = {

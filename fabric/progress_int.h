@@ -39,8 +39,10 @@ struct uroce_watch {
 struct udp_slot {
 	struct uroce_udp sock;
 	struct msghdr msg; /* io_uring: lengths of the name and control areas of each buffer */
-	bool armed;        /* io_uring, progress thread: a multishot receive is outstanding */
-	bool cancelling;   /* io_uring, progress thread: its cancel is submitted */
+	/* Progress thread: the backend receives on it (io_uring: a multishot receive is
+	 * outstanding; epoll: it is in the watch set). */
+	bool armed;
+	bool cancelling; /* io_uring, progress thread: its cancel is submitted */
 };
 
 struct direct_rx; /* progress.c: recvmmsg buffers of the direct receive */
@@ -53,11 +55,10 @@ struct uroce_progress {
 	const struct progress_backend *backend;
 	void *be; /* the backend's state, made and freed on the thread */
 	pthread_t thread;
-	int epfd;    /* the watched descriptors (and, for epoll, the receive set nested in it) */
-	int rx_epfd; /* the receive set: the UDP sockets, tagged with their slot index */
-	/* Direct receive (rx_lock): the slot that last brought datagrams, and whose turn it is. */
-	unsigned int rx_hint, rx_turn;
-	bool rx_hinted;
+	int epfd; /* the watched descriptors (and, for epoll, the UDP sockets) */
+	/* Direct receive (rx_lock): the slot that last brought datagrams, the poll count, and the
+	 * slot the next round-robin poll tries. */
+	unsigned int rx_hint, rx_turn, rx_next;
 	int evfd; /* wakes the thread: timers armed earlier, stop, a new socket, a hand-over */
 	struct direct_rx *direct; /* under rx_lock */
 
@@ -81,7 +82,7 @@ struct uroce_progress {
 	bool started;
 	int start_err;
 	struct udp_slot udp[PROGRESS_MAX_UDP];
-	unsigned int udp_count;
+	_Atomic unsigned int udp_count; /* written under lock, once the slot is set */
 	struct uroce_watch *watches;
 	struct uroce_watch *dead; /* unwatched, freed after the batch */
 
@@ -131,15 +132,15 @@ void progress_on_epoll(struct uroce_progress *p);
 void progress_on_watch(void *watch);
 
 /* The sockets added so far (the slots below it are set for good). */
-unsigned int progress_udp_count(struct uroce_progress *p);
+unsigned int progress_udp_count(const struct uroce_progress *p);
 
 /* Whether the sockets are (to be) left to polling threads: the thread must not receive. */
 bool progress_sockets_wanted(struct uroce_progress *p);
 
 /*
- * Under the receive lock: receive what the sockets the receive set reports ready hold now,
- * with recvmmsg in batches until they would block, and hand it out. Returns the datagrams.
+ * Under the receive lock: receive what UDP socket @slot holds now, with recvmmsg in batches
+ * until it would block, and hand it out. Returns the datagrams.
  */
-unsigned int progress_receive_direct(struct uroce_progress *p);
+unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot);
 
 #endif
