@@ -2,11 +2,12 @@
 # server and a client process on loopback through uroce-run, the way their users do.
 #   two_procs UROCE_RUN SANITIZER TCP_PORT PROGRAM [ARGS...]
 # sets $dir (a temporary folder, removed at exit) holding server.out and client.out, and
-# $server_rc and $client_rc. Each test uses its own TCP port and UDP port TCP_PORT + 10000 (the
-# rendezvous is per UDP port), so tests run in parallel. With SERVER_CAPTURE=1 the server
-# records its frames in $dir/server.pcap (UROCE_PCAP). A perftest server with -R (rdma_cm) is
-# ready when uroce logs its listen (UROCE_LOG=info). Exits 77 (skipped) for a ThreadSanitizer
-# build, which system programs cannot load.
+# $server_rc and $client_rc; a server still running 2 s after its client failed is stopped.
+# Each test uses its own TCP port and UDP port TCP_PORT + 10000 (the rendezvous is per UDP
+# port), so tests run in parallel. With SERVER_CAPTURE=1 the server records its frames in
+# $dir/server.pcap (UROCE_PCAP). A perftest server with -R (rdma_cm) is ready when uroce logs
+# its listen (UROCE_LOG=info). Exits 77 (skipped) for a ThreadSanitizer build, which system
+# programs cannot load.
 . "$(dirname "${BASH_SOURCE[0]}")/rdma-cm-ready.sh"
 
 two_procs() {
@@ -35,6 +36,12 @@ two_procs() {
 	fi
 	"$(dirname "${BASH_SOURCE[0]}")/bounded.sh" 60 "$run" "$prog" -p "$port" "$@" 127.0.0.1 >"$dir/client.out" 2>&1
 	client_rc=$?
+	# A server whose client failed may wait for it for ever: 2 s to end, then stopped.
+	for ((i = 0; client_rc && i < 20; i++)); do
+		kill -0 $server 2>/dev/null || break
+		sleep 0.1
+	done
+	((client_rc)) && kill $server 2>/dev/null
 	wait $server
 	server_rc=$?
 }
