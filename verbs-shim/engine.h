@@ -40,11 +40,11 @@ int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *q
 void uroce_qp_kick(struct uroce_qp *qp);
 
 /*
- * New WQEs were queued on the send queue (post_send, wr_complete): send them, or, while threads
- * busy-poll, hold them for the next poll so that the packets of many posts leave together.
- * Called without the QP's lock.
+ * @posted new WQEs were queued on the send queue (post_send, wr_complete): send them, or, while
+ * threads busy-poll and the post is part of a burst, hold them for the next poll so that the
+ * packets of many posts leave together. qp->lock held.
  */
-void uroce_qp_posted(struct uroce_qp *qp);
+void uroce_qp_posted(struct uroce_qp *qp, uint32_t posted);
 
 /*
  * ibv_modify_qp is applying ATTR/ATTR_MASK (already validated), with qp->lock held: on a move

@@ -262,10 +262,9 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	if (!err && built) {
 		qp->sq.head = qp->wr_head;
 		uroce_sq_posted(qp);
+		uroce_qp_posted(qp, built);
 	}
 	pthread_mutex_unlock(&qp->lock);
-	if (!err && built)
-		uroce_qp_posted(qp);
 	return err;
 }
 

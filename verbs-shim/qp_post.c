@@ -80,13 +80,13 @@ int uroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 		qp->sq.head++;
 		posted++;
 	}
-	if (posted)
+	if (posted) {
 		uroce_sq_posted(qp);
+		uroce_qp_posted(qp, posted);
+	}
 	pthread_mutex_unlock(&qp->lock);
 	if (err)
 		*bad_wr = wr;
-	if (posted)
-		uroce_qp_posted(qp);
 	return err;
 }
 
