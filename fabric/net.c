@@ -662,14 +662,17 @@ static int send_gso_run(struct uroce_net *net, const struct uroce_udp *s,
 	if (net->pcap)
 		uroce_pcap_hold(net->pcap);
 	e = uroce_udp_send_gso(s, &w, buf, bytes, lens[0]);
-	p = buf;
-	for (unsigned int j = 0; !e && j < k; p += lens[j], j++) {
-		struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
+	if (!e)
+		atomic_fetch_add(&net->tx_packets, k);
+	if (net->pcap) {
+		p = buf;
+		for (unsigned int j = 0; !e && j < k; p += lens[j], j++) {
+			struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
 
-		sent(net, &g, p, lens[j]);
-	}
-	if (net->pcap)
+			uroce_pcap_write(net->pcap, &g, p, lens[j], wall_clock());
+		}
 		uroce_pcap_release(net->pcap);
+	}
 	return e;
 }
 

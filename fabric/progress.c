@@ -112,14 +112,13 @@ void progress_on_epoll(struct uroce_progress *p)
 		progress_on_watch(ev[i].data.ptr);
 }
 
-unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot)
+unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
 {
 	struct udp_slot *s = &p->udp[slot];
 	struct direct_rx *d = p->direct;
 	unsigned int total = 0;
 
 	for (;;) {
-		uint64_t now;
 		int n;
 
 		for (unsigned int i = 0; i < RX_BATCH; i++) {
@@ -140,7 +139,6 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot)
 					  s->sock.port, strerror(errno));
 			return total;
 		}
-		now = uroce_now();
 		for (int i = 0; i < n; i++) {
 			struct msghdr *m = &d->msgs[i].msg_hdr;
 			struct roce_ipudp ip;
@@ -169,7 +167,7 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot)
  * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
  * into it, ~0.1 us a hop of ib_send_lat (A/B in docs/PERFORMANCE.md).
  */
-static unsigned int receive_direct(struct uroce_progress *p)
+static unsigned int receive_direct(struct uroce_progress *p, uint64_t now)
 {
 	unsigned int n = progress_udp_count(p), slot = p->rx_hint, got;
 
@@ -177,7 +175,7 @@ static unsigned int receive_direct(struct uroce_progress *p)
 		return 0;
 	if (!(p->rx_turn++ & 7) || slot >= n)
 		slot = p->rx_next++ % n;
-	got = progress_receive_slot(p, slot);
+	got = progress_receive_slot(p, slot, now);
 	if (got)
 		p->rx_hint = slot;
 	return got;
@@ -574,7 +572,7 @@ int uroce_progress_poll(struct uroce_progress *p)
 	 * (verbs-shim/engine.c).
 	 */
 	end_batch(p);
-	n = receive_direct(p);
+	n = receive_direct(p, now);
 	atomic_store(&p->end_due, n > 0);
 	rx_unlock(p);
 	return (int)n;

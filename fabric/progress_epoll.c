@@ -93,7 +93,7 @@ static void dispatch(struct uroce_progress *p)
 		uint64_t tag = e->ev[i].data.u64;
 
 		if (IS_SLOT(tag))
-			progress_receive_slot(p, TAG_SLOT(tag));
+			progress_receive_slot(p, TAG_SLOT(tag), uroce_now());
 		else
 			progress_on_watch(e->ev[i].data.ptr);
 	}

@@ -139,8 +139,9 @@ bool progress_sockets_wanted(struct uroce_progress *p);
 
 /*
  * Under the receive lock: receive what UDP socket @slot holds now, with recvmmsg in batches
- * until it would block, and hand it out. Returns the datagrams.
+ * until it would block, and hand it out as received at @now (uroce_now(), read just before:
+ * the timers' resolution is microseconds). Returns the datagrams.
  */
-unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot);
+unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now);
 
 #endif
