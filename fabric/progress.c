@@ -112,6 +112,26 @@ void progress_on_epoll(struct uroce_progress *p)
 		progress_on_watch(ev[i].data.ptr);
 }
 
+/*
+ * Make the first @n headers of the direct receive ready for recvmmsg again: it writes back
+ * only the name and control lengths and the flags, and only of the datagrams it returns, so an
+ * empty poll (most of them) leaves all sixteen ready.
+ */
+static void rearm_msgs(struct direct_rx *d, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct msghdr *m = &d->msgs[i].msg_hdr;
+
+		m->msg_name = &d->names[i];
+		m->msg_namelen = sizeof(d->names[i]);
+		m->msg_iov = &d->iov[i];
+		m->msg_iovlen = 1;
+		m->msg_control = d->control[i].buf;
+		m->msg_controllen = sizeof(d->control[i].buf);
+		m->msg_flags = 0;
+	}
+}
+
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
 {
 	struct udp_slot *s = &p->udp[slot];
@@ -119,20 +139,8 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, 
 	unsigned int total = 0;
 
 	for (;;) {
-		int n;
+		int n = nc_recvmmsg(s->sock.fd, d->msgs, RX_BATCH, MSG_DONTWAIT);
 
-		for (unsigned int i = 0; i < RX_BATCH; i++) {
-			struct msghdr *m = &d->msgs[i].msg_hdr;
-
-			m->msg_name = &d->names[i];
-			m->msg_namelen = sizeof(d->names[i]);
-			m->msg_iov = &d->iov[i];
-			m->msg_iovlen = 1;
-			m->msg_control = d->control[i].buf;
-			m->msg_controllen = sizeof(d->control[i].buf);
-			m->msg_flags = 0;
-		}
-		n = nc_recvmmsg(s->sock.fd, d->msgs, RX_BATCH, MSG_DONTWAIT);
 		if (n <= 0) {
 			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
@@ -154,6 +162,7 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, 
 				uroce_udp_rx_cmsg(&ip, c, &seg);
 			progress_received(p, &ip, seg, d->iov[i].iov_base, d->msgs[i].msg_len, now);
 		}
+		rearm_msgs(d, (unsigned int)n);
 		total += (unsigned int)n;
 		if (n < RX_BATCH)
 			return total;
@@ -474,6 +483,7 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 		p->direct->iov[i].iov_base = p->direct->bufs + (size_t)i * RX_STRIDE;
 		p->direct->iov[i].iov_len = UROCE_UDP_RECV_MAX;
 	}
+	rearm_msgs(p->direct, RX_BATCH);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (p->epfd < 0 || p->evfd < 0 || !uroce_progress_watch(p, p->evfd, on_wake, p)) {
