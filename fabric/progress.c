@@ -174,7 +174,7 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, 
  * socket that last brought datagrams (a ping-pong's next one comes there), the eighth the
  * sockets in turn, so that a busy socket starves none. No epoll set holds the sockets
  * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
- * into it, ~0.1 us a hop of ib_send_lat (A/B in docs/PERFORMANCE.md).
+ * into it, ~0.2 us a hop of ib_send_lat (A/B in docs/PERFORMANCE.md).
  */
 static unsigned int receive_direct(struct uroce_progress *p, uint64_t now)
 {
