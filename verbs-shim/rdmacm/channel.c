@@ -277,11 +277,16 @@ UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rd
 		c->tail = &c->head;
 		emptied(c);
 	}
-	pthread_mutex_unlock(&c->lock);
+	/*
+	 * Counted as taken before the queue lets it go: an rdma_destroy_id in between would find
+	 * it neither queued nor taken and free the id under it (cma_events_drain). Lock order:
+	 * queue, then acks; nothing takes them the other way round.
+	 */
 	pthread_mutex_lock(&acks.lock);
 	if (e->ev.id)
 		to_cma_id(e->ev.id)->events_out++;
 	pthread_mutex_unlock(&acks.lock);
+	pthread_mutex_unlock(&c->lock);
 	if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id)
 		atomic_fetch_sub(&to_cma_id(e->ev.listen_id)->requests_waiting, 1);
 	if (e->attach && e->ev.id->qp) {
