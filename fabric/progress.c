@@ -651,12 +651,11 @@ struct uroce_timers *uroce_progress_timers(struct uroce_progress *p)
 
 uint64_t uroce_progress_rx_lost(struct uroce_progress *p)
 {
+	unsigned int n = progress_udp_count(p); /* the slots below it are set for good */
 	uint64_t lost = 0;
 
-	pthread_mutex_lock(&p->lock);
-	for (unsigned int i = 0; i < progress_udp_count(p); i++)
+	for (unsigned int i = 0; i < n; i++)
 		lost += uroce_udp_drops(&p->udp[i].sock);
-	pthread_mutex_unlock(&p->lock);
 	return lost;
 }
 
