@@ -26,7 +26,7 @@
 #include "fabric/progress.h"
 #include "fabric/udp.h"
 
-static struct uroce_udp sock;
+static struct uroce_udp sock, sock2; /* sock2: a second socket, added by some tests */
 static atomic_int received, ready_calls, bad_payload;
 static atomic_int stall_us;
 static int pipe_fd[2];
@@ -55,7 +55,7 @@ static void datagram(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&on_test_thread, 1);
 	if (rx->len != 12 || memcmp(rx->roce, "0123456789ab", 12))
 		atomic_fetch_add(&bad_payload, 1);
-	else if (rx->ip.dport != sock.port || rx->ip.ttl == 0)
+	else if ((rx->ip.dport != sock.port && rx->ip.dport != sock2.port) || rx->ip.ttl == 0)
 		atomic_fetch_add(&bad_payload, 1); /* the addresses of each datagram, GRO or not */
 	if (atomic_fetch_add(&received, 1) == 0)
 		usleep((useconds_t)atomic_load(&stall_us));
@@ -64,9 +64,9 @@ static void datagram(void *arg, const struct uroce_rx *rx)
 
 static const struct uroce_progress_ops ops = {.init = init, .datagram = datagram};
 
-static void send_n(int n)
+static void send_to(uint16_t port, int n)
 {
-	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(sock.port)};
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -74,6 +74,11 @@ static void send_n(int n)
 		cr_assert_eq(sendto(fd, "0123456789ab", 12, 0, (struct sockaddr *)&to, sizeof(to)),
 			     12);
 	close(fd);
+}
+
+static void send_n(int n)
+{
+	send_to(sock.port, n);
 }
 
 static void wait_received(int n)
@@ -196,6 +201,49 @@ Test(progress, io_uring_polling_thread_receives)
 Test(progress, epoll_polling_thread_receives)
 {
 	polling_thread_receives(UROCE_BACKEND_EPOLL);
+}
+
+/*
+ * A polling thread receives on every socket, not only the one that last brought datagrams:
+ * datagrams alternate between two sockets, one at a time, each received before the next is
+ * sent, while the thread keeps polling (so the progress thread never takes the sockets back).
+ */
+static void polling_thread_receives_on_every_socket(enum uroce_backend backend)
+{
+	struct uroce_progress *p;
+	int n = -1, sent = 0;
+
+	test_thread = pthread_self();
+	cr_assert_eq(uroce_udp_open(&sock, AF_INET, 0), 0);
+	cr_assert_eq(uroce_udp_open(&sock2, AF_INET, 0), 0);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
+	cr_assert_eq(uroce_progress_add_udp(p, &sock2), 0);
+	for (time_t end = time(NULL) + 10; n < 0 && time(NULL) < end;)
+		n = uroce_progress_poll(p);
+	cr_assert_geq(n, 0, "the progress thread never handed the sockets over");
+	for (time_t end = time(NULL) + 10; sent < 40 && time(NULL) < end; sent++) {
+		send_to(sent & 1 ? sock2.port : sock.port, 1);
+		while (atomic_load(&received) < 1 + sent && time(NULL) < end)
+			uroce_progress_poll(p);
+	}
+	cr_assert_eq(sent, 40, "a datagram was not received within 10 s");
+	cr_assert_eq(atomic_load(&received), 40);
+	cr_assert_gt(atomic_load(&on_test_thread), 0, "the polling thread received none");
+	cr_assert_eq(atomic_load(&bad_payload), 0);
+	cr_assert_eq(atomic_load(&overlapping), 0);
+	uroce_progress_stop(p);
+	uroce_udp_close(&sock2);
+	uroce_udp_close(&sock);
+}
+
+Test(progress, io_uring_polling_thread_receives_on_every_socket)
+{
+	polling_thread_receives_on_every_socket(UROCE_BACKEND_IO_URING);
+}
+
+Test(progress, epoll_polling_thread_receives_on_every_socket)
+{
+	polling_thread_receives_on_every_socket(UROCE_BACKEND_EPOLL);
 }
 
 Test(progress, io_uring_gro_train)

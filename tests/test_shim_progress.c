@@ -3,7 +3,8 @@
  * Progress without the application: an RDMA READ from a peer process that sleeps, never calling
  * into verbs, completes -- the peer's progress thread answers it, as a peer's RNIC would. And
  * progress after an application thread that was busy polling (and so receiving for the process)
- * is cancelled.
+ * is cancelled. While a thread busy-polls, a lone post leaves from ibv_post_send and a burst
+ * waits for the next poll.
  */
 #include <criterion/criterion.h>
 
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "shim/lo.h"
+#include "uroce/uroce.h"
 
 struct side {
 	struct ibv_context *ctx;
@@ -169,4 +171,81 @@ Test(shim_progress, cancelled_polling_thread_leaves_receive_working, .timeout = 
 	cr_assert_eq(n, 1, "the WRITE did not complete after the polling thread was cancelled");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
 	cr_assert_eq(a.buf[4095], 0x5a);
+}
+
+static uint64_t tx_packets(void)
+{
+	struct uroce_stats st;
+
+	cr_assert_eq(uroce_get_stats(&st, sizeof(st)), 0);
+	return st.tx_packets;
+}
+
+/* Poll @cq until @n completions, all successful, came (at most 3 s). */
+static void reap(struct ibv_cq *cq, int n)
+{
+	struct timespec t0, t;
+	struct ibv_wc wc;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int got = 0; got < n;) {
+		int k = ibv_poll_cq(cq, 1, &wc);
+
+		cr_assert_geq(k, 0);
+		if (k)
+			cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+		got += k;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		cr_assert_lt(t.tv_sec - t0.tv_sec, 3, "%d of %d completions", got, n);
+	}
+}
+
+/*
+ * While this thread busy-polls (it has the sockets), a post to a QP with nothing else on its
+ * send queue leaves from ibv_post_send (engine.c, POST_GAP_NS), and the posts of a burst behind
+ * it are held for the next poll, which sends them. A descheduling past the idle window gives
+ * the sockets back to the progress thread, and then posts leave at once: one attempt in several
+ * must show both.
+ */
+Test(shim_progress, lone_post_leaves_at_once_and_a_burst_waits_for_the_poll, .timeout = 30)
+{
+	static struct side a, b;
+	const long poll_ns = 20 * 1000 * 1000;
+	struct timespec t0, t;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	bool shown = false;
+
+	make(&a);
+	make(&b);
+	cr_assert_eq(lo_connect(a.ctx, a.qp, b.qp->qp_num, IBV_ACCESS_REMOTE_WRITE), 0);
+	cr_assert_eq(lo_connect(b.ctx, b.qp, a.qp->qp_num, IBV_ACCESS_REMOTE_WRITE), 0);
+	sge = (struct ibv_sge){.addr = (uintptr_t)b.buf, .length = 64, .lkey = b.mr->lkey};
+	wr = (struct ibv_send_wr){.sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = {.remote_addr = (uintptr_t)a.buf, .rkey = a.mr->rkey}};
+	for (int attempt = 0; attempt < 20 && !shown; attempt++) {
+		uint64_t before, lone, burst;
+
+		/* Thousands of empty polls: the sockets are this thread's. */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			cr_assert_eq(ibv_poll_cq(b.cq, 1, &wc), 0);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < poll_ns);
+		before = tx_packets();
+		cr_assert_eq(ibv_post_send(b.qp, &wr, &bad), 0);
+		lone = tx_packets();
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(ibv_post_send(b.qp, &wr, &bad), 0);
+		burst = tx_packets();
+		cr_assert_geq(lone, before);
+		shown = lone == before + 1 && burst == lone;
+		reap(b.cq, 4);
+		cr_assert_geq(tx_packets(), lone + 3, "the held posts left at the poll");
+	}
+	cr_assert(shown, "no attempt saw the lone post sent at once and the burst held");
 }
