@@ -5,7 +5,7 @@
 # with UROCE_FAULTS, and a capture that must decode in tshark and verify in scapy (GSO segments
 # crossing a veth keep their ICRCs). Each loss costs a go-back-N round and often an ACK timeout
 # (67 ms as the programs set it): the loss tests' sizes keep them to a few seconds, but for two
-# 64 MiB transfers each way (losstrain: nftables loss of whole trains; fault64m: UROCE_FAULTS
+# 64 MiB transfers each way (losstrain: nftables loss of whole trains in the first 48 MiB; fault64m: UROCE_FAULTS
 # loss, reordering, duplication and corruption on both hosts, sparing RC ACKs as the nftables
 # rules do: ibv_rc_pingpong has no closing handshake, so a lost last ACK would find its peer
 # gone). sbwfault loses about 5 % each way, as the perftest fault tests do (tests/shim.cmake
