@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -114,6 +117,93 @@ Test(shim_mr, unmapped_range_is_efault)
 	ibv_dereg_mr(mr);
 	munmap(map, page);
 	munmap(map + 2 * page, page);
+}
+
+/* An RC QP writing 4 KiB pieces into a peer's region, four at a time, until one fails. */
+struct writer {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_mr *src;
+	uint64_t addr; /* the peer's region: 16 pages */
+	uint32_t rkey;
+	atomic_int done; /* WRITEs completed successfully */
+	enum ibv_wc_status end;
+};
+
+static void *write_until_refused(void *arg)
+{
+	struct writer *w = arg;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)w->src->addr, .length = 4096, .lkey = w->src->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma.rkey = w->rkey},
+			   *bad;
+	struct ibv_wc wc;
+	int out = 0;
+
+	for (unsigned int i = 0;; i++) {
+		while (out < 4) {
+			wr.wr.rdma.remote_addr = w->addr + (i++ % 16) * 4096;
+			if (ibv_post_send(w->qp, &wr, &bad))
+				return NULL;
+			out++;
+		}
+		if (ibv_poll_cq(w->cq, 1, &wc) == 1) {
+			out--;
+			if (wc.status != IBV_WC_SUCCESS) {
+				w->end = wc.status;
+				return NULL;
+			}
+			atomic_fetch_add(&w->done, 1);
+		}
+	}
+}
+
+/*
+ * IBA 10.6.3.1: once ibv_dereg_mr returns, the region is no longer accessible. While a peer
+ * streams WRITEs into it, the region is deregistered and at once unmapped: a WRITE that found
+ * the MR before the deregistration but lands after it would fault. The peer's next WRITE is
+ * refused with a remote access error.
+ */
+Test(shim_mr, no_write_lands_after_dereg_mr_returns, .timeout = 60)
+{
+	for (int trial = 0; trial < 20; trial++) {
+		struct ibv_cq *cq_t = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+		struct ibv_cq *cq_w = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+		struct ibv_qp *target = lo_rc_qp(pd, cq_t), *qp = lo_rc_qp(pd, cq_w);
+		char *dst = mmap(NULL, 16 * 4096, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		static char src[4096];
+		struct writer w = {.qp = qp, .cq = cq_w};
+		struct ibv_mr *mr;
+		pthread_t t;
+
+		cr_assert(cq_t && cq_w && target && qp && dst != MAP_FAILED);
+		mr = ibv_reg_mr(pd, dst, 16 * 4096,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		w.src = ibv_reg_mr(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+		cr_assert(mr && w.src);
+		w.addr = (uintptr_t)dst;
+		w.rkey = mr->rkey;
+		cr_assert_eq(lo_connect(ctx, target, qp->qp_num, IBV_ACCESS_REMOTE_WRITE), 0);
+		cr_assert_eq(lo_connect(ctx, qp, target->qp_num, 0), 0);
+		cr_assert_eq(pthread_create(&t, NULL, write_until_refused, &w), 0);
+		/* Each trial deregisters at another point of the stream. */
+		while (atomic_load(&w.done) < 20 + trial * 7)
+			sched_yield();
+		cr_assert_eq(ibv_dereg_mr(mr), 0);
+		cr_assert_eq(munmap(dst, 16 * 4096), 0);
+		cr_assert_eq(pthread_join(t, NULL), 0);
+		cr_assert_eq(w.end, IBV_WC_REM_ACCESS_ERR, "%s", ibv_wc_status_str(w.end));
+		cr_assert_eq(ibv_destroy_qp(qp), 0);
+		cr_assert_eq(ibv_destroy_qp(target), 0);
+		cr_assert_eq(ibv_dereg_mr(w.src), 0);
+		cr_assert_eq(ibv_destroy_cq(cq_w), 0);
+		cr_assert_eq(ibv_destroy_cq(cq_t), 0);
+	}
 }
 
 Test(shim_mr, address_handles)

@@ -73,6 +73,19 @@ static void add_live_qp(struct uroce_qp *qp, void *arg)
 	pthread_mutex_unlock(&qp->lock);
 }
 
+/* uroce_qpn_map_for_each: wait for whoever holds the QP's lock. */
+static void wait_unlocked(struct uroce_qp *qp, void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&qp->lock);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+void uroce_engine_quiesce(void)
+{
+	uroce_qpn_map_for_each(wait_unlocked, NULL);
+}
+
 void uroce_engine_stats(struct uroce_stats *st)
 {
 	struct uroce_net_stats ns = {0};
@@ -453,24 +466,24 @@ static uint8_t *env_mem(void *ctx, uint32_t key, bool remote, uint64_t addr, uin
 			int access, enum roce_mem_err *err)
 {
 	struct uroce_qp *qp = ctx;
-	struct uroce_mr *mr = uroce_mr_lookup(key);
+	struct uroce_mr_view mr;
 	/* XRC: the PD of the SRQ the request names guards the target's memory (IBA A14). */
 	struct uroce_pd *pd = qp->xrc_cur ? qp->xrc_cur->pd : qp->pd;
 
 	(void)remote; /* one key serves as lkey and rkey */
-	if (!mr || !pd || mr->pd != pd) {
+	if (!uroce_mr_lookup(key, &mr) || !pd || mr.pd != pd) {
 		*err = ROCE_MEM_KEY;
 		return NULL;
 	}
-	if (addr < mr->iova || len > mr->mr.length || addr - mr->iova > mr->mr.length - len) {
+	if (addr < mr.iova || len > mr.length || addr - mr.iova > mr.length - len) {
 		*err = ROCE_MEM_BOUNDS;
 		return NULL;
 	}
-	if ((mr->access & access) != access) {
+	if ((mr.access & access) != access) {
 		*err = ROCE_MEM_ACCESS;
 		return NULL;
 	}
-	return (uint8_t *)mr->mr.addr + (addr - mr->iova);
+	return mr.addr + (addr - mr.iova);
 }
 
 static void copy_recv(struct roce_recv *out, const struct roce_recv_wqe *wqe)

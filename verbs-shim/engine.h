@@ -55,6 +55,13 @@ void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int 
 /* The QP is about to be freed: no packet or timer uses it once this returns. No lock held. */
 void uroce_qp_destroying(struct uroce_qp *qp);
 
+/*
+ * Return once every QP lock held when it was called has been released: whatever a packet,
+ * timer or post was doing with an object it found before the caller took that object away
+ * (an MR out of its table) is done. Locks each QP in turn; no lock held by the caller.
+ */
+void uroce_engine_quiesce(void);
+
 /* Start the process's engine if it is not running: 0 or the errno of uroce_net_open. */
 int uroce_engine_start(void);
 

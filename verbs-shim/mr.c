@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "verbs-shim/caps.h"
+#include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/table.h"
 
@@ -144,15 +145,46 @@ UROCE_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct uroce_mr *mr = to_umr(ibmr);
 
 	uroce_table_remove(&mr_table, mr->index);
+	/* A packet that found the MR before it left the table is done with it (mr.h). */
+	uroce_engine_quiesce();
 	atomic_fetch_sub(&mr->pd->usecnt, 1);
 	free(mr);
 	return 0;
 }
 
+struct rereg {
+	int flags;
+	struct ibv_pd *pd;
+	void *addr;
+	size_t length;
+	int access;
+};
+
+/* uroce_table_with: apply a struct rereg to an MR, under the table's lock (mr.h). */
+static void apply_rereg(void *obj, void *arg)
+{
+	struct uroce_mr *mr = obj;
+	const struct rereg *r = arg;
+
+	if (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->mr.addr = r->addr;
+		mr->mr.length = r->length;
+		mr->iova = mr->access & IBV_ACCESS_ZERO_BASED ? 0 : (uintptr_t)r->addr;
+	}
+	if (r->flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = r->access & KNOWN_ACCESS;
+	if (r->flags & IBV_REREG_MR_CHANGE_PD) {
+		atomic_fetch_sub(&mr->pd->usecnt, 1);
+		mr->pd = to_upd(r->pd);
+		atomic_fetch_add(&mr->pd->usecnt, 1);
+		mr->mr.pd = r->pd;
+	}
+}
+
 /*
  * ibv_rereg_mr(3): returns 0, or IBV_REREG_MR_ERR_INPUT (bad flags or arguments) or
  * IBV_REREG_MR_ERR_CMD (the new translation or access is refused) with errno set.
- * Keys stay the same.
+ * Keys stay the same. Once it returns, no packet uses the old translation, access or PD.
  */
 UROCE_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 			      size_t length, int access)
@@ -175,25 +207,40 @@ UROCE_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 		errno = err;
 		return IBV_REREG_MR_ERR_CMD;
 	}
-	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		mr->mr.addr = addr;
-		mr->mr.length = length;
-		mr->iova = mr->access & IBV_ACCESS_ZERO_BASED ? 0 : (uintptr_t)addr;
-	}
-	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
-		mr->access = access & KNOWN_ACCESS;
-	if (flags & IBV_REREG_MR_CHANGE_PD) {
-		atomic_fetch_sub(&mr->pd->usecnt, 1);
-		mr->pd = to_upd(pd);
-		atomic_fetch_add(&mr->pd->usecnt, 1);
-		mr->mr.pd = pd;
-	}
+	uroce_table_with(&mr_table, mr->index, apply_rereg,
+			 &(struct rereg){flags, pd, addr, length, access});
+	uroce_engine_quiesce(); /* as in ibv_dereg_mr */
 	return 0;
 }
 
-struct uroce_mr *uroce_mr_lookup(uint32_t key)
-{
-	struct uroce_mr *mr = uroce_table_get(&mr_table, key >> 8);
+struct lookup {
+	uint32_t key;
+	bool found;
+	struct uroce_mr_view *view;
+};
 
-	return mr && mr->mr.lkey == key ? mr : NULL;
+/* uroce_table_with: copy the MR into a struct lookup's view if the whole key matches. */
+static void copy_view(void *obj, void *arg)
+{
+	const struct uroce_mr *mr = obj;
+	struct lookup *l = arg;
+
+	if (mr->mr.lkey != l->key)
+		return;
+	*l->view = (struct uroce_mr_view){
+		.pd = mr->pd,
+		.addr = mr->mr.addr,
+		.iova = mr->iova,
+		.length = mr->mr.length,
+		.access = mr->access,
+	};
+	l->found = true;
+}
+
+bool uroce_mr_lookup(uint32_t key, struct uroce_mr_view *view)
+{
+	struct lookup l = {.key = key, .view = view};
+
+	uroce_table_with(&mr_table, key >> 8, copy_view, &l);
+	return l.found;
 }

@@ -61,15 +61,18 @@ void *uroce_table_get_if(struct uroce_table *t, uint32_t index,
 	return obj;
 }
 
-void *uroce_table_get(struct uroce_table *t, uint32_t index)
+bool uroce_table_with(struct uroce_table *t, uint32_t index, void (*fn)(void *obj, void *arg),
+		      void *arg)
 {
-	void *obj = NULL;
+	bool found = false;
 
 	pthread_mutex_lock(&t->lock);
-	if (index < t->size)
-		obj = t->slots[index];
+	if (index < t->size && t->slots[index]) {
+		fn(t->slots[index], arg);
+		found = true;
+	}
 	pthread_mutex_unlock(&t->lock);
-	return obj;
+	return found;
 }
 
 void uroce_table_remove(struct uroce_table *t, uint32_t index)

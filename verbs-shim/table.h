@@ -27,14 +27,19 @@ struct uroce_table {
 
 /* Store OBJ under a free index 1..max: 0 and *index, ENOSPC when full, ENOMEM. */
 int uroce_table_insert(struct uroce_table *t, void *obj, uint32_t *index);
-/* The object at INDEX, or NULL. */
-void *uroce_table_get(struct uroce_table *t, uint32_t index);
 /*
  * The object at INDEX if @match(object, @arg) says so, or NULL; @match runs under the table's
  * lock, so the object cannot be removed while it looks.
  */
 void *uroce_table_get_if(struct uroce_table *t, uint32_t index,
 			 bool (*match)(const void *obj, const void *arg), const void *arg);
+/*
+ * Run @fn(object, @arg) under the table's lock if INDEX holds an object: true, or false if it
+ * holds none. Readers and writers of an object's fields that change after insertion (an MR's
+ * translation) use it, so that neither sees the other's half-done work.
+ */
+bool uroce_table_with(struct uroce_table *t, uint32_t index, void (*fn)(void *obj, void *arg),
+		      void *arg);
 /* Free INDEX (no-op for an index that is not in use). */
 void uroce_table_remove(struct uroce_table *t, uint32_t index);
 
