@@ -285,9 +285,33 @@ static struct train *train_get(void)
 	return t;
 }
 
+/* The path of the address vector a drain sent its last packet to. */
+struct path_cache {
+	const struct ibv_ah_attr *ah;
+	int err; /* path_of's */
+	struct roce_ipudp f;
+};
+
+/*
+ * The IP/UDP values of a packet to @ah, as path_of, for the packets of one drain: the address
+ * vectors the core names cannot change under the QP's lock, so the path of the packet before
+ * serves while the vector is the same. Returns 0 or path_of's error.
+ */
+static int cached_path_of(struct uroce_qp *qp, const struct ibv_ah_attr *ah, struct path_cache *c,
+			  struct roce_ipudp *f)
+{
+	if (ah != c->ah) {
+		c->ah = ah;
+		c->err = path_of(qp, ah, &c->f);
+	}
+	*f = c->f;
+	return c->err;
+}
+
 /* Send everything the core has ready, one packet at a time (no train buffer). */
 static void drain_one_by_one(struct uroce_qp *qp, uint64_t now)
 {
+	struct path_cache paths = {0};
 	uint8_t buf[ROCE_PKT_MAX];
 	struct roce_dest dest;
 	size_t len;
@@ -296,7 +320,7 @@ static void drain_one_by_one(struct uroce_qp *qp, uint64_t now)
 		struct roce_ipudp f;
 
 		/* A send error is a lost packet, which the transport recovers from (net.h). */
-		if (!path_of(qp, dest.ah, &f))
+		if (!cached_path_of(qp, dest.ah, &paths, &f))
 			uroce_net_send(net, &f, buf, len);
 	}
 }
@@ -305,18 +329,20 @@ static void drain_one_by_one(struct uroce_qp *qp, uint64_t now)
 static void drain(struct uroce_qp *qp, uint64_t now)
 {
 	struct train *t = train_get();
+	struct path_cache paths = {0};
 	struct roce_ipudp f, next;
 	struct roce_dest dest;
 	unsigned int n = 0;
 	size_t off = 0, len;
 
+	atomic_store_explicit(&qp->drain_due, false, memory_order_relaxed);
 	if (!t) {
 		drain_one_by_one(qp, now);
 		rearm(qp);
 		return;
 	}
 	while ((len = roce_qp_write_pkt(&qp->core, t->buf + off, &dest, now))) {
-		if (path_of(qp, dest.ah, &next))
+		if (cached_path_of(qp, dest.ah, &paths, &next))
 			continue; /* no source address: the packet is lost (net.h) */
 		if (n && memcmp(&next, &f, sizeof(f))) {
 			/* Another destination (UD): the train so far leaves first. */
@@ -376,6 +402,7 @@ static bool deliver_to(uint32_t qpn, const struct roce_pkt *pkt, const struct ro
 	if (roce_qp_nak_due(&qp->core))
 		drain(qp, now);
 	roce_qp_read_pkt(&qp->core, pkt, ip, now);
+	atomic_store_explicit(&qp->drain_due, true, memory_order_relaxed);
 	pending.now = now;
 	if (!is_pending(qpn)) {
 		if (pending.n < sizeof(pending.qpn) / sizeof(pending.qpn[0]))
@@ -431,7 +458,11 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&drops.no_qp, 1);
 }
 
-/* The batch is over: each QP that took packets sends what it has ready. */
+/*
+ * The batch is over: each QP that took packets sends what it has ready, unless a drain since
+ * did (a post the application made meanwhile: in a ping-pong the answer took the ACK along).
+ * Only the receiving thread marks a QP due, so a QP seen not due was drained after its packets.
+ */
 static void on_batch_end(void *arg)
 {
 	(void)arg;
@@ -439,8 +470,8 @@ static void on_batch_end(void *arg)
 	for (unsigned int i = 0; i < pending.n; i++) {
 		struct uroce_qp *qp = uroce_qpn_map_find(pending.qpn[i]);
 
-		if (!qp)
-			continue; /* destroyed meanwhile */
+		if (!qp || !atomic_load_explicit(&qp->drain_due, memory_order_relaxed))
+			continue; /* destroyed meanwhile, or drained */
 		pthread_mutex_lock(&qp->lock);
 		drain(qp, pending.now);
 		pthread_mutex_unlock(&qp->lock);
@@ -466,24 +497,24 @@ static uint8_t *env_mem(void *ctx, uint32_t key, bool remote, uint64_t addr, uin
 			int access, enum roce_mem_err *err)
 {
 	struct uroce_qp *qp = ctx;
-	struct uroce_mr_view mr;
+	struct uroce_mr *mr = uroce_mr_lookup(key);
 	/* XRC: the PD of the SRQ the request names guards the target's memory (IBA A14). */
 	struct uroce_pd *pd = qp->xrc_cur ? qp->xrc_cur->pd : qp->pd;
 
 	(void)remote; /* one key serves as lkey and rkey */
-	if (!uroce_mr_lookup(key, &mr) || !pd || mr.pd != pd) {
+	if (!mr || !pd || mr->pd != pd) {
 		*err = ROCE_MEM_KEY;
 		return NULL;
 	}
-	if (addr < mr.iova || len > mr.length || addr - mr.iova > mr.length - len) {
+	if (addr < mr->iova || len > mr->mr.length || addr - mr->iova > mr->mr.length - len) {
 		*err = ROCE_MEM_BOUNDS;
 		return NULL;
 	}
-	if ((mr.access & access) != access) {
+	if ((mr->access & access) != access) {
 		*err = ROCE_MEM_ACCESS;
 		return NULL;
 	}
-	return mr.addr + (addr - mr.iova);
+	return (uint8_t *)mr->mr.addr + (addr - mr->iova);
 }
 
 static void copy_recv(struct roce_recv *out, const struct roce_recv_wqe *wqe)

@@ -101,7 +101,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uin
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = uroce_table_insert(&mr_table, mr, &index);
+	err = uroce_table_insert(&mr_table, NULL, &index); /* shown once complete */
 	if (err) {
 		free(mr);
 		errno = err;
@@ -120,6 +120,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uin
 	mr->mr.handle = index;
 	mr->mr.lkey = index << 8 | key_byte();
 	mr->mr.rkey = mr->mr.lkey;
+	uroce_table_show(&mr_table, index, mr);
 	return &mr->mr;
 }
 
@@ -152,35 +153,6 @@ UROCE_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
-struct rereg {
-	int flags;
-	struct ibv_pd *pd;
-	void *addr;
-	size_t length;
-	int access;
-};
-
-/* uroce_table_with: apply a struct rereg to an MR, under the table's lock (mr.h). */
-static void apply_rereg(void *obj, void *arg)
-{
-	struct uroce_mr *mr = obj;
-	const struct rereg *r = arg;
-
-	if (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		mr->mr.addr = r->addr;
-		mr->mr.length = r->length;
-		mr->iova = mr->access & IBV_ACCESS_ZERO_BASED ? 0 : (uintptr_t)r->addr;
-	}
-	if (r->flags & IBV_REREG_MR_CHANGE_ACCESS)
-		mr->access = r->access & KNOWN_ACCESS;
-	if (r->flags & IBV_REREG_MR_CHANGE_PD) {
-		atomic_fetch_sub(&mr->pd->usecnt, 1);
-		mr->pd = to_upd(r->pd);
-		atomic_fetch_add(&mr->pd->usecnt, 1);
-		mr->mr.pd = r->pd;
-	}
-}
-
 /*
  * ibv_rereg_mr(3): returns 0, or IBV_REREG_MR_ERR_INPUT (bad flags or arguments) or
  * IBV_REREG_MR_ERR_CMD (the new translation or access is refused) with errno set.
@@ -207,40 +179,29 @@ UROCE_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 		errno = err;
 		return IBV_REREG_MR_ERR_CMD;
 	}
-	uroce_table_with(&mr_table, mr->index, apply_rereg,
-			 &(struct rereg){flags, pd, addr, length, access});
-	uroce_engine_quiesce(); /* as in ibv_dereg_mr */
+	/* Out of the data path's sight while it changes (mr.h). */
+	uroce_table_hide(&mr_table, mr->index);
+	uroce_engine_quiesce();
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->mr.addr = addr;
+		mr->mr.length = length;
+		mr->iova = mr->access & IBV_ACCESS_ZERO_BASED ? 0 : (uintptr_t)addr;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = access & KNOWN_ACCESS;
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		atomic_fetch_sub(&mr->pd->usecnt, 1);
+		mr->pd = to_upd(pd);
+		atomic_fetch_add(&mr->pd->usecnt, 1);
+		mr->mr.pd = pd;
+	}
+	uroce_table_show(&mr_table, mr->index, mr);
 	return 0;
 }
 
-struct lookup {
-	uint32_t key;
-	bool found;
-	struct uroce_mr_view *view;
-};
-
-/* uroce_table_with: copy the MR into a struct lookup's view if the whole key matches. */
-static void copy_view(void *obj, void *arg)
+struct uroce_mr *uroce_mr_lookup(uint32_t key)
 {
-	const struct uroce_mr *mr = obj;
-	struct lookup *l = arg;
+	struct uroce_mr *mr = uroce_table_peek(&mr_table, key >> 8);
 
-	if (mr->mr.lkey != l->key)
-		return;
-	*l->view = (struct uroce_mr_view){
-		.pd = mr->pd,
-		.addr = mr->mr.addr,
-		.iova = mr->iova,
-		.length = mr->mr.length,
-		.access = mr->access,
-	};
-	l->found = true;
-}
-
-bool uroce_mr_lookup(uint32_t key, struct uroce_mr_view *view)
-{
-	struct lookup l = {.key = key, .view = view};
-
-	uroce_table_with(&mr_table, key >> 8, copy_view, &l);
-	return l.found;
+	return mr && mr->mr.lkey == key ? mr : NULL;
 }
