@@ -83,6 +83,10 @@ static void wait_unlocked(struct uroce_qp *qp, void *arg)
 
 void uroce_engine_quiesce(void)
 {
+	/* A child of fork() handles no packet, and a lock one of the parent's threads held at
+	 * fork() stays held in the child for ever. */
+	if (atomic_load(&in_child))
+		return;
 	uroce_qpn_map_for_each(wait_unlocked, NULL);
 }
 
