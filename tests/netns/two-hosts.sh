@@ -214,21 +214,12 @@ run_pair() {
 		"$client_prog" "${client_args[@]}" >"$dir/client.out" 2>&1
 	client_rc=$?
 	[[ $prog == cmtime ]] && kill -INT "$server" # its server runs until stopped (rdma-core 44)
-	# A server whose client failed may wait for it for ever: 2 s to end, then stopped.
-	for ((i = 0; client_rc && i < 20; i++)); do
-		kill -0 "$server" 2>/dev/null || break
-		sleep 0.1
-	done
-	((client_rc)) && kill "$server" 2>/dev/null
-	wait "$server"
-	server_rc=$?
+	stop_server "$server" "$client_rc"
 }
-# perftest -R's own race (tests/shim/perftest.sh says it): a run lost to it is run again, nine
-# times at most.
-race='Event: RDMA_CM_EVENT_(REJECTED; error: 8|UNREACHABLE; error: 1)\.'
+# A run lost to perftest -R's own race is run again, nine times at most (rdma-cm-ready.sh).
 attempt=1
 while run_pair
-	((client_rc && rdma_cm && attempt < 10)) && grep -Eq "$race" "$dir/client.out"; do
+	((client_rc && rdma_cm && attempt < 10)) && lost_to_perftest_race "$dir/client.out"; do
 	echo "$prog: run $attempt: the client's request came before the server's rdma_listen (perftest's race); again"
 	((attempt++))
 done

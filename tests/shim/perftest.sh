@@ -8,18 +8,10 @@ set -uo pipefail
 
 prog=$4
 . "$(dirname "$0")/two-procs.sh"
-# With -R, perftest's client connects the test QP as soon as the last handshake on the exchange
-# connection brings the server's message, while the server only creates, binds and listens on
-# the id for it once that message's send has completed (create_rdma_cm_connection). Nothing
-# orders the two: under load the REQ comes first now and then and is rejected, as the kernel's
-# CM rejects it (REJ "invalid service ID", 8; for UD a SIDR_REP "unsupported": UNREACHABLE, 1),
-# and perftest's own retry reuses the ids it has just destroyed and crashes. Such a run says
-# nothing of uroce: run it again (the race's odds follow the load: one run in seven with a busy
-# loop beside the test on two CPUs, one in two with more), nine times at most.
-race='Event: RDMA_CM_EVENT_(REJECTED; error: 8|UNREACHABLE; error: 1)\.'
+# A run lost to perftest -R's own race is run again, nine times at most (rdma-cm-ready.sh).
 attempt=1
 while two_procs "$@"
-	((client_rc && attempt < 10)) && uses_rdma_cm "${@:5}" && grep -Eq "$race" "$dir/client.out"; do
+	((client_rc && attempt < 10)) && uses_rdma_cm "${@:5}" && lost_to_perftest_race "$dir/client.out"; do
 	echo "$prog: run $attempt: the client's request came before the server's rdma_listen (perftest's race); again"
 	rm -rf "$dir"
 	((attempt++))

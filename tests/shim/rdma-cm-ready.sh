@@ -1,6 +1,7 @@
 # Sourced by two-procs.sh and netns/two-hosts.sh. perftest with -R listens on an rdma_cm port,
 # which no socket shows to ss; uroce logs the listen at info (UROCE_LOG=info), and that line is
-# the server's readiness.
+# the server's readiness. Also what both say of a run's end: perftest -R's own race, and a
+# server left waiting by a client that failed.
 
 # uses_rdma_cm ARGS...: true if perftest's arguments ask for the rdma_cm.
 uses_rdma_cm() {
@@ -20,4 +21,31 @@ wait_rdma_cm_listen() {
 		sleep 0.05
 	done
 	return 1
+}
+
+# lost_to_perftest_race CLIENT_OUTPUT: true if perftest -R's client lost its own race. With -R,
+# perftest's client connects the test QP as soon as the last handshake on the exchange
+# connection brings the server's message, while the server only creates, binds and listens on
+# the id for it once that message's send has completed (create_rdma_cm_connection). Nothing
+# orders the two: under load the REQ comes first now and then and is rejected, as the kernel's
+# CM rejects it (REJ "invalid service ID", 8; for UD a SIDR_REP "unsupported": UNREACHABLE, 1),
+# and perftest's own retry reuses the ids it has just destroyed and crashes. Such a run says
+# nothing of uroce: the callers run it again (the race's odds follow the load: one run in seven
+# with a busy loop beside the test on two CPUs, one in two with more), nine times at most.
+lost_to_perftest_race() {
+	grep -Eq 'Event: RDMA_CM_EVENT_(REJECTED; error: 8|UNREACHABLE; error: 1)\.' "$1"
+}
+
+# stop_server PID CLIENT_RC: wait for server PID (a child of this shell) and set $server_rc to
+# its exit status; a server whose client failed may wait for it for ever, so it gets 2 s to
+# end and is then stopped.
+stop_server() {
+	local pid=$1 client_rc=$2 i
+	for ((i = 0; client_rc && i < 20; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	((client_rc)) && kill "$pid" 2>/dev/null
+	wait "$pid"
+	server_rc=$?
 }

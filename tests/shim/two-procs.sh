@@ -36,14 +36,7 @@ two_procs() {
 	fi
 	"$(dirname "${BASH_SOURCE[0]}")/bounded.sh" 60 "$run" "$prog" -p "$port" "$@" 127.0.0.1 >"$dir/client.out" 2>&1
 	client_rc=$?
-	# A server whose client failed may wait for it for ever: 2 s to end, then stopped.
-	for ((i = 0; client_rc && i < 20; i++)); do
-		kill -0 $server 2>/dev/null || break
-		sleep 0.1
-	done
-	((client_rc)) && kill $server 2>/dev/null
-	wait $server
-	server_rc=$?
+	stop_server "$server" "$client_rc"
 }
 
 # Print both outputs on stderr (after a failure).
