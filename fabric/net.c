@@ -59,8 +59,9 @@ struct uroce_net {
 	struct uroce_rdv *rdv;           /* likewise */
 	struct uroce_mcast *mcast;       /* likewise */
 	_Atomic uint64_t rx_packets, tx_packets, tx_errors, rx_short, rx_unknown_qpn;
-	atomic_bool no_gso;  /* a GSO send failed with EIO/EINVAL: send one by one */
-	atomic_uint gsi_psn; /* QP 1's next send PSN */
+	atomic_bool no_gso;    /* a GSO send failed with EIO/EINVAL: send one by one */
+	atomic_bool ip_fields; /* udp[] report traffic class and hop limit (want_ip_fields) */
+	atomic_uint gsi_psn;   /* QP 1's next send PSN */
 };
 
 uint64_t uroce_now(void)
@@ -267,7 +268,19 @@ static void on_datagram(void *arg, const struct uroce_rx *rx)
 	}
 }
 
-/* This process became the hub (progress thread). */
+/* Have both sockets of a pair report each datagram's IP header values (udp.h). */
+static int ask_ip_fields(struct uroce_udp s[FAMILIES])
+{
+	int err = uroce_udp_recv_ip_fields(&s[V4]);
+
+	return err ? err : uroce_udp_recv_ip_fields(&s[V6]);
+}
+
+/*
+ * This process became the hub (progress thread). The RoCE port always asks for the IP header
+ * values: what it forwards carries them to their process, and it takes the CM's requests,
+ * whose refusals go back with their traffic class.
+ */
 static int bind_port(void *arg)
 {
 	struct uroce_net *net = arg;
@@ -275,7 +288,9 @@ static int bind_port(void *arg)
 
 	if (err)
 		return err;
-	err = watch_pair(net->progress, net->hub_udp);
+	err = ask_ip_fields(net->hub_udp);
+	if (!err)
+		err = watch_pair(net->progress, net->hub_udp);
 	if (err) {
 		uroce_udp_close(&net->hub_udp[V4]);
 		uroce_udp_close(&net->hub_udp[V6]);
@@ -459,6 +474,8 @@ int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void
 		uroce_log(UROCE_LOG_ERROR, "cannot open a UDP socket: %s", strerror(err));
 		goto fail;
 	}
+	if (net->pcap)
+		uroce_net_want_ip_fields(net); /* a frame is recorded as it was on the wire */
 	/* Without them (or IP_RECVERR), MADs leave through the data sockets: no early error. */
 	for (int i = 0; i < FAMILIES; i++)
 		if (net->udp[i].fd >= 0 &&
@@ -711,6 +728,18 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 		i += k;
 	}
 	return err;
+}
+
+void uroce_net_want_ip_fields(struct uroce_net *net)
+{
+	int err;
+
+	if (atomic_exchange(&net->ip_fields, true))
+		return;
+	err = ask_ip_fields(net->udp);
+	if (err)
+		uroce_log(UROCE_LOG_ERROR, "received packets' traffic class and hop limit: %s",
+			  strerror(err));
 }
 
 int uroce_net_mcast_join(struct uroce_net *net, const uint8_t group[16], unsigned int ifindex,

@@ -160,6 +160,15 @@ int uroce_net_mcast_join(struct uroce_net *net, const uint8_t group[16], unsigne
 			 bool join);
 
 /*
+ * From now on, packets this process receives on its own sockets carry the traffic class, hop
+ * limit and IPv6 flow label of their IP header (else those are 0; the RoCE port's always carry
+ * them): for a UD QP's GRH (verbs-shim: at its creation), the CM's answers (at its start), a
+ * capture (at open). Costs each receive ~0.06 us (udp.h: uroce_udp_recv_ip_fields). Idempotent,
+ * from any thread; a setsockopt failure is logged and leaves those fields 0.
+ */
+void uroce_net_want_ip_fields(struct uroce_net *net);
+
+/*
  * From an application thread that found nothing to do, e.g. an empty CQ: receive here rather
  * than wait for the progress thread (uroce_progress_poll, fabric/progress.h). Returns the
  * datagrams handled, or -1 while the progress thread still receives (better yield the CPU).

@@ -57,10 +57,6 @@ static int set_options_v4(int fd)
 	if (!err)
 		err = set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
 	if (!err)
-		err = set_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
-	if (!err)
-		err = set_int(fd, IPPROTO_IP, IP_RECVTTL, 1);
-	if (!err)
 		err = set_int(fd, IPPROTO_IP, IP_TOS, DEFAULT_TOS);
 	if (!err)
 		err = set_int(fd, IPPROTO_IP, IP_TTL, DEFAULT_TTL);
@@ -79,15 +75,9 @@ static int set_options_v6(int fd)
 	if (!err)
 		err = set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
 	if (!err)
-		err = set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
-	if (!err)
-		err = set_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
-	if (!err)
 		err = set_int(fd, IPPROTO_IPV6, IPV6_TCLASS, DEFAULT_TOS);
 	if (!err)
 		err = set_int(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, DEFAULT_TTL);
-	if (!err)
-		err = set_int(fd, IPPROTO_IPV6, IPV6_FLOWINFO, 1);
 	if (!err)
 		err = set_int(fd, IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1);
 	/* PROTOCOL.md §1.4: rxe sends IPv6 with a zero UDP checksum. */
@@ -146,6 +136,26 @@ int uroce_udp_open(struct uroce_udp *s, int family, uint16_t port)
 fail:
 	close(s->fd);
 	s->fd = -1;
+	return err;
+}
+
+int uroce_udp_recv_ip_fields(const struct uroce_udp *s)
+{
+	int err;
+
+	if (s->fd < 0)
+		return 0;
+	if (s->family == AF_INET) {
+		err = set_int(s->fd, IPPROTO_IP, IP_RECVTOS, 1);
+		if (!err)
+			err = set_int(s->fd, IPPROTO_IP, IP_RECVTTL, 1);
+		return err;
+	}
+	err = set_int(s->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+	if (!err)
+		err = set_int(s->fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+	if (!err)
+		err = set_int(s->fd, IPPROTO_IPV6, IPV6_FLOWINFO, 1);
 	return err;
 }
 

@@ -3,13 +3,12 @@
  * The UDP sockets that carry RoCEv2: one per address family, bound to the wildcard address, on
  * the RoCEv2 port (the hub) or an ephemeral one (every process sends from one of those).
  *
- * Options (all set at open):
+ * Options (set at open but the IP header values, see uroce_udp_recv_ip_fields):
  * - IP_PMTUDISC_DO / IPV6_PMTUDISC_DO: never fragment. For IPv4 an unconnected socket with DF
  *   makes the kernel write IP ID 0, which the ICRC covers (PROTOCOL.md §2.1, ARCHITECTURE.md
  *   "The data path"); a frame too big for the path fails with EMSGSIZE.
- * - IP_PKTINFO, IP_RECVTOS, IP_RECVTTL (IPV6_RECVPKTINFO, IPV6_RECVTCLASS, IPV6_RECVHOPLIMIT,
- *   IPV6_FLOWINFO): each datagram reports its destination address and IP header values, which
- *   the ICRC (addresses) and the transport (traffic class, hop limit) need.
+ * - IP_PKTINFO (IPV6_RECVPKTINFO): each datagram reports its destination address, which the
+ *   ICRC covers.
  * - IPV6_FLOWINFO_SEND: the flow label is sent.
  * - UDP_NO_CHECK6_RX: RoCE stacks send IPv6 with a zero UDP checksum (PROTOCOL.md §1.4).
  * - Buffers of UROCE_UDP_BUF bytes (SO_RCVBUFFORCE when permitted, else up to the sysctl limit).
@@ -48,6 +47,17 @@ struct uroce_udp {
  * pending one), and should be repeated. 0 or the errno of setsockopt.
  */
 int uroce_udp_recverr(const struct uroce_udp *s);
+
+/*
+ * Have each datagram @s receives report its IP header's traffic class and hop limit (and IPv6
+ * flow label): IP_RECVTOS, IP_RECVTTL (IPV6_RECVTCLASS, IPV6_RECVHOPLIMIT, IPV6_FLOWINFO).
+ * Without them those fields of a received roce_ipudp stay 0. The ICRC masks them (PROTOCOL.md
+ * §2.1); a UD GRH, a capture and a CM answer need them, and they cost every receive two more
+ * control messages (~0.06 us a hop of ib_send_lat, docs/PERFORMANCE.md), so a socket asks for
+ * them only when one of those is in use (net.h: uroce_net_want_ip_fields). Returns 0 (also for
+ * a socket not open) or the errno of setsockopt.
+ */
+int uroce_udp_recv_ip_fields(const struct uroce_udp *s);
 
 /*
  * Take one ICMP error queued on @s: 1 with the destination of the datagram that drew it in

@@ -56,13 +56,20 @@ static void datagram(void *arg, const struct uroce_rx *rx)
 	if (rx->len != 12 || memcmp(rx->roce, "0123456789ab", 12))
 		atomic_fetch_add(&bad_payload, 1);
 	else if ((rx->ip.dport != sock.port && rx->ip.dport != sock2.port) || rx->ip.ttl == 0)
-		atomic_fetch_add(&bad_payload, 1); /* the addresses of each datagram, GRO or not */
+		atomic_fetch_add(&bad_payload, 1); /* each datagram's header values, GRO or not */
 	if (atomic_fetch_add(&received, 1) == 0)
 		usleep((useconds_t)atomic_load(&stall_us));
 	atomic_store(&inside, false);
 }
 
 static const struct uroce_progress_ops ops = {.init = init, .datagram = datagram};
+
+/* An IPv4 socket whose datagrams report their TTL, which datagram() checks. */
+static void open_sock(struct uroce_udp *s)
+{
+	cr_assert_eq(uroce_udp_open(s, AF_INET, 0), 0);
+	cr_assert_eq(uroce_udp_recv_ip_fields(s), 0);
+}
 
 static void send_to(uint16_t port, int n)
 {
@@ -92,7 +99,7 @@ static struct uroce_progress *receive_200(enum uroce_backend backend)
 {
 	struct uroce_progress *p;
 
-	cr_assert_eq(uroce_udp_open(&sock, AF_INET, 0), 0);
+	open_sock(&sock);
 	atomic_store(&stall_us, 100000);
 	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
 	cr_assert(atomic_load(&sigmask_ok), "signals are not blocked on the thread");
@@ -134,7 +141,7 @@ static void gro_train(enum uroce_backend backend)
 
 	for (int i = 0; i < 30; i++)
 		memcpy(buf + 12 * i, "0123456789ab", 12);
-	cr_assert_eq(uroce_udp_open(&sock, AF_INET, 0), 0);
+	open_sock(&sock);
 	cr_assert_eq(uroce_udp_open(&tx, AF_INET, 0), 0);
 	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
 	roce_gid_from_v4(f.sgid, lo);
@@ -160,7 +167,7 @@ static void polling_thread_receives(enum uroce_backend backend)
 	int n = -1, polled, sent = 0;
 
 	test_thread = pthread_self();
-	cr_assert_eq(uroce_udp_open(&sock, AF_INET, 0), 0);
+	open_sock(&sock);
 	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
 	send_n(10);
 	wait_received(10);
@@ -214,8 +221,8 @@ static void polling_thread_receives_on_every_socket(enum uroce_backend backend)
 	int n = -1, sent = 0;
 
 	test_thread = pthread_self();
-	cr_assert_eq(uroce_udp_open(&sock, AF_INET, 0), 0);
-	cr_assert_eq(uroce_udp_open(&sock2, AF_INET, 0), 0);
+	open_sock(&sock);
+	open_sock(&sock2);
 	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
 	cr_assert_eq(uroce_progress_add_udp(p, &sock2), 0);
 	for (time_t end = time(NULL) + 10; n < 0 && time(NULL) < end;)

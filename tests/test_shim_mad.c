@@ -3,7 +3,7 @@
  * MADs on QP 1 between two processes (verbs-shim/mad.h, the private interface of uroce's
  * librdmacm): a CM REQ sent from one process reaches the handler of the other, which listens on
  * its service, whole, with the IP addresses and hop limit it was sent with; a REQ for a service
- * nobody listens on comes back as REJ "invalid service ID".
+ * nobody listens on comes back as REJ "invalid service ID" with the REQ's traffic class.
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
@@ -85,11 +85,14 @@ static void on_rej(void *arg, const struct uroce_mad_rx *rx)
 	(void)arg;
 	if (cm_decode(rx->mad, CM_MAD_LEN, &m) == CM_OK && m.hdr.attr_id == CM_ATTR_REJ &&
 	    m.u.rej.reason == CM_REJ_INVALID_SERVICE_ID &&
-	    m.u.rej.remote_comm_id == atomic_load(&my_comm_id))
+	    m.u.rej.remote_comm_id == atomic_load(&my_comm_id) && rx->tos == 0x28 && rx->ttl == 64)
 		atomic_fetch_add(&rejected, 1);
 }
 
-/* A REQ for a service nobody on the host listens on is answered with REJ 8 (§4.10). */
+/*
+ * A REQ for a service nobody on the host listens on is answered with REJ 8 (§4.10), with the
+ * REQ's traffic class, as the kernel's CM answers from the request's GRH.
+ */
 Test(shim_mad, req_without_listener_is_rejected, .timeout = 30)
 {
 	struct cm_msg m = {.hdr = cm_hdr(CM_ATTR_REQ, 0x100000001ull)};
@@ -102,7 +105,7 @@ Test(shim_mad, req_without_listener_is_rejected, .timeout = 30)
 	m.u.req.local_comm_id = atomic_load(&my_comm_id);
 	m.u.req.service_id = 0x0000000001060001ull; /* TCP port 1: nobody */
 	cr_assert_eq(cm_encode(&m, mad), CM_MAD_LEN);
-	cr_assert_eq(uroce_mad_send(lo, lo, 0, 64, mad), 0);
+	cr_assert_eq(uroce_mad_send(lo, lo, 0x28, 64, mad), 0);
 	for (int i = 0; i < 300 && !atomic_load(&rejected); i++)
 		usleep(10000);
 	cr_assert_eq(atomic_load(&rejected), 1);

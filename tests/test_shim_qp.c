@@ -265,6 +265,54 @@ Test(shim_qp, ud_state_machine)
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 }
 
+/*
+ * A UD receive's first 40 bytes hold the IP header its packet came with: for IPv4, in the last
+ * 20 (responder.c), with the traffic class and hop limit the sender's address vector gave. The
+ * sockets report those only once a UD QP exists (net.h: uroce_net_want_ip_fields).
+ */
+Test(shim_qp, ud_receive_holds_the_ip_header)
+{
+	struct ibv_qp *qp = create(IBV_QPT_UD);
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS};
+	struct ibv_ah_attr ah_attr = lo_ah_attr(ctx);
+	struct ibv_sge rsge = {.addr = (uintptr_t)buf, .length = 40 + 8, .lkey = mr->lkey};
+	struct ibv_sge ssge = {.addr = (uintptr_t)buf + 1024, .length = 8, .lkey = mr->lkey};
+	struct ibv_recv_wr rwr = {.sg_list = &rsge, .num_sge = 1}, *rbad;
+	struct ibv_send_wr swr = {.sg_list = &ssge, .num_sge = 1, .opcode = IBV_WR_SEND}, *sbad;
+	const uint8_t *ip = (const uint8_t *)buf + 20;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	int n;
+
+	ah_attr.grh.traffic_class = 0x28;
+	ah_attr.grh.hop_limit = 9;
+	ah = ibv_create_ah(pd, &ah_attr);
+	cr_assert_not_null(ah);
+	cr_assert_eq(to_init(qp), 0);
+	cr_assert_eq(to_state(qp, IBV_QPS_RTR), 0);
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	memset(buf, 0, 48);
+	memcpy(buf + 1024, "uroce-ud", 8);
+	cr_assert_eq(ibv_post_recv(qp, &rwr, &rbad), 0);
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = qp->qp_num;
+	swr.wr.ud.remote_qkey = 0x11111111;
+	cr_assert_eq(ibv_post_send(qp, &swr, &sbad), 0);
+	for (int i = 0; i < 2000000 && (n = ibv_poll_cq(rcq, 1, &wc)) == 0; i++)
+		;
+	cr_assert_eq(n, 1, "no receive");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert(wc.wc_flags & IBV_WC_GRH);
+	cr_assert_eq(wc.byte_len, 40 + 8);
+	cr_assert_eq(memcmp(buf + 40, "uroce-ud", 8), 0);
+	cr_assert_eq(ip[0], 0x45, "an IPv4 header");
+	cr_assert_eq(ip[1], 0x28, "its TOS is the traffic class sent: 0x%02x", ip[1]);
+	cr_assert_eq(ip[8], 9, "its TTL is the hop limit sent: %u", ip[8]);
+	cr_assert_eq(memcmp(ip + 12, (const uint8_t[]){127, 0, 0, 1, 127, 0, 0, 1}, 8), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+}
+
 Test(shim_qp, posting_rules)
 {
 	struct ibv_qp *qp = create(IBV_QPT_RC);

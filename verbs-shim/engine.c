@@ -653,6 +653,8 @@ int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *q
 	err = uroce_net_alloc_qpn(net, qpn);
 	if (err)
 		return err;
+	if (type == IBV_QPT_UD) /* its receives get the IP header as GRH (responder.c) */
+		uroce_net_want_ip_fields(net);
 	roce_qp_init(&qp->core, type, *qpn, qp->sq_sig_all, &qp->sq, &qp_env, qp);
 	err = uroce_qpn_map_add(*qpn, qp);
 	if (err) {

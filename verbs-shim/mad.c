@@ -18,6 +18,9 @@ int uroce_mad_set_handler(uroce_mad_handler fn, void *arg)
 
 	if (err)
 		return err;
+	/* Answers to MADs go back with the request's traffic class, as the kernel's CM does. */
+	if (fn)
+		uroce_net_want_ip_fields(uroce_engine_net());
 	atomic_store(&handler_arg, arg);
 	atomic_store(&handler, fn);
 	return 0;

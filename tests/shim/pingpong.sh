@@ -31,8 +31,11 @@ if [[ ${PCAP_CHECK:-0} == 1 ]]; then
 	malformed=$("${tshark[@]}" -Y '_ws.malformed || _ws.expert.severity >= error' | wc -l)
 	sends=$("${tshark[@]}" -Y 'infiniband.bth.opcode <= 5' | wc -l)
 	acks=$("${tshark[@]}" -Y 'infiniband.bth.opcode == 17' | wc -l)
-	echo "capture: $frames frames, $sends RC SEND, $acks ACK, $malformed malformed"
-	if ((frames == 0 || malformed != 0 || sends == 0 || acks == 0)); then
+	# Received frames too keep the TTL they came with (the sockets report it while capturing).
+	ttls=$("${tshark[@]}" -T fields -e ip.ttl -e ipv6.hlim | sort | uniq -c | tr -s ' \n' ' ')
+	echo "capture: $frames frames, $sends RC SEND, $acks ACK, $malformed malformed; TTLs:$ttls"
+	if ((frames == 0 || malformed != 0 || sends == 0 || acks == 0)) ||
+		[[ $("${tshark[@]}" -Y 'ip.ttl == 0 || ipv6.hlim == 0' | wc -l) != 0 ]]; then
 		echo "FAIL: the capture is not a clean RoCE pingpong" >&2
 		"${tshark[@]}" | head -20 >&2
 		exit 1
