@@ -43,6 +43,7 @@ struct udp_slot {
 	 * outstanding; epoll: it is in the watch set). */
 	bool armed;
 	bool cancelling; /* io_uring, progress thread: its cancel is submitted */
+	bool drained;    /* receive lock: its last recvmmsg found nothing (progress_receive_slot) */
 };
 
 struct direct_rx; /* progress.c: recvmmsg buffers of the direct receive */
@@ -139,8 +140,9 @@ bool progress_sockets_wanted(struct uroce_progress *p);
 
 /*
  * Under the receive lock: receive what UDP socket @slot holds now, with recvmmsg in batches
- * until it would block, and hand it out as received at @now (uroce_now(), read just before:
- * the timers' resolution is microseconds). Returns the datagrams.
+ * until it would block (but from a socket found empty just before, a first datagram that ends
+ * its message ends the receive), and hand it out as received at @now (uroce_now(), read just
+ * before: the timers' resolution is microseconds). Returns the datagrams.
  */
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now);
 

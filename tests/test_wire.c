@@ -869,6 +869,55 @@ Test(wire, all_256_opcodes)
 }
 
 /* The opcode table's hdr_len is the sum of its headers' sizes (PROTOCOL.md §1.5, §1.6). */
+/* A datagram's packets back to back: opcodes at 0, seg, 2 * seg, ...; the last @tail long. */
+static size_t datagram(uint8_t *buf, const uint8_t *ops, size_t n, uint16_t seg, size_t tail)
+{
+	memset(buf, 0, (n - 1) * seg + tail);
+	for (size_t i = 0; i < n; i++)
+		buf[i * seg] = ops[i];
+	return (n - 1) * seg + tail;
+}
+
+Test(wire, datagram_continues_after_first_or_middle_packets)
+{
+	enum { SEG = 1040 };
+	static uint8_t buf[8 * SEG];
+	const uint8_t rc = ROCE_TR_RC, ud = ROCE_TR_UD;
+	struct {
+		uint8_t ops[4];
+		size_t n, tail;
+		bool continues;
+	} c[] = {
+		{{rc | ROCE_OP_SEND_ONLY}, 1, 20, false},
+		{{rc | ROCE_OP_SEND_ONLY, rc | ROCE_OP_ACK}, 2, 20, false}, /* a ping-pong's hop */
+		{{rc | ROCE_OP_SEND_FIRST}, 1, SEG, true},
+		{{rc | ROCE_OP_SEND_FIRST, rc | ROCE_OP_SEND_MIDDLE}, 2, SEG, true},
+		{{rc | ROCE_OP_WRITE_MIDDLE, rc | ROCE_OP_WRITE_LAST}, 2, 100, false},
+		/* an ACK riding at the end of a train: the packet before it tells */
+		{{rc | ROCE_OP_SEND_FIRST, rc | ROCE_OP_SEND_MIDDLE, rc | ROCE_OP_ACK},
+		 3,
+		 20,
+		 true},
+		{{rc | ROCE_OP_SEND_MIDDLE, rc | ROCE_OP_SEND_LAST, rc | ROCE_OP_ACK},
+		 3,
+		 20,
+		 false},
+		{{rc | ROCE_OP_READ_RESP_FIRST, rc | ROCE_OP_READ_RESP_MIDDLE}, 2, SEG, true},
+		{{rc | ROCE_OP_READ_RESP_LAST}, 1, 300, false},
+		{{ROCE_TR_UC | ROCE_OP_WRITE_FIRST}, 1, SEG, true},
+		{{ud | ROCE_OP_SEND_ONLY, ud | ROCE_OP_SEND_ONLY}, 2, SEG, false},
+		{{0xC0}, 1, 64, false}, /* not an opcode */
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		size_t len = datagram(buf, c[i].ops, c[i].n, SEG, c[i].tail);
+
+		cr_assert_eq(roce_datagram_continues(buf, len, c[i].n > 1 ? SEG : 0),
+			     c[i].continues, "case %zu", i);
+	}
+	cr_assert_not(roce_datagram_continues(buf, 0, SEG), "an empty datagram");
+}
+
 Test(wire, opcode_hdr_len_is_sum_of_headers)
 {
 	static const struct {

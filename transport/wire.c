@@ -127,6 +127,19 @@ const struct roce_opcode_info *roce_opcode(uint8_t opcode)
 	return &opcodes[opcode];
 }
 
+bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg)
+{
+	size_t at = seg && len > seg ? (len - 1) / seg * seg : 0;
+	const struct roce_opcode_info *op;
+
+	if (!len)
+		return false;
+	op = roce_opcode(data[at]);
+	if (!(op->flags & ROCE_OPF_PAYLOAD) && at)
+		op = roce_opcode(data[at - seg]);
+	return op->flags & (ROCE_OPF_FIRST | ROCE_OPF_MIDDLE);
+}
+
 const char *roce_decode_strerror(enum roce_decode_err err)
 {
 	static const char *const names[ROCE_ERR__COUNT] = {

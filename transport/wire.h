@@ -154,6 +154,15 @@ struct roce_opcode_info {
  */
 const struct roce_opcode_info *roce_opcode(uint8_t opcode);
 
+/*
+ * Whether more of a message is to follow a UDP datagram of @len bytes at @data holding RoCE
+ * packets back to back in segments of @seg bytes (the last may be shorter: a UDP GRO receive;
+ * 0: one packet): its last packet is the FIRST or a MIDDLE packet of a message, or, when that
+ * one carries no payload (an ACK riding at the end of a train), the packet before it is. Only
+ * BTH opcodes are read; false for an empty datagram.
+ */
+bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg);
+
 struct roce_bth {
 	uint8_t opcode;
 	bool se;      /* solicited event */
