@@ -389,19 +389,50 @@ static bool is_pending(uint32_t qpn)
 	return false;
 }
 
-/* Hand @pkt to QP @qpn. Returns false if there is no such QP. */
-static bool deliver_to(uint32_t qpn, const struct roce_pkt *pkt, const struct roce_ipudp *ip,
-		       uint64_t now)
+/*
+ * The QP whose lock (and the QP map's read lock) the receiving thread keeps from one packet
+ * to the next while they go to the same QP: a datagram's packets mostly do (a ping-pong's SEND
+ * and the ACK riding with it). Let go at the batch's end, when the receive returns
+ * (uroce_engine_poll) and before a packet for another QP.
+ */
+static _Thread_local struct uroce_qp *rx_qp;
+
+static void rx_qp_release(void)
+{
+	if (!rx_qp)
+		return;
+	pthread_mutex_unlock(&rx_qp->lock);
+	uroce_qpn_map_read_unlock();
+	rx_qp = NULL;
+}
+
+/* QP @qpn, locked and kept as rx_qp, or NULL if there is no such QP. */
+static struct uroce_qp *rx_qp_take(uint32_t qpn)
 {
 	struct uroce_qp *qp;
 
+	if (rx_qp && rx_qp->qpx.qp_base.qp_num == qpn)
+		return rx_qp;
+	rx_qp_release();
 	uroce_qpn_map_read_lock();
 	qp = uroce_qpn_map_find(qpn);
 	if (!qp) {
 		uroce_qpn_map_read_unlock();
-		return false;
+		return NULL;
 	}
 	pthread_mutex_lock(&qp->lock);
+	rx_qp = qp;
+	return qp;
+}
+
+/* Hand @pkt to QP @qpn, which stays rx_qp. Returns false if there is no such QP. */
+static bool deliver_to(uint32_t qpn, const struct roce_pkt *pkt, const struct roce_ipudp *ip,
+		       uint64_t now)
+{
+	struct uroce_qp *qp = rx_qp_take(qpn);
+
+	if (!qp)
+		return false;
 	/* An earlier packet's NAK leaves before this one can replace it (qp.h). */
 	if (roce_qp_nak_due(&qp->core))
 		drain(qp, now);
@@ -414,8 +445,6 @@ static bool deliver_to(uint32_t qpn, const struct roce_pkt *pkt, const struct ro
 		else
 			drain(qp, now); /* too many QPs in one batch: this one now */
 	}
-	pthread_mutex_unlock(&qp->lock);
-	uroce_qpn_map_read_unlock();
 	return true;
 }
 
@@ -450,6 +479,7 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		return;
 	}
 	if (pkt.bth.dqpn == ROCE_GSI_QPN) {
+		rx_qp_release(); /* the CM's handler may modify a QP */
 		if (!uroce_mad_received(&pkt, &rx->ip))
 			atomic_fetch_add(&drops.unsupported, 1);
 		return;
@@ -470,6 +500,7 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 static void on_batch_end(void *arg)
 {
 	(void)arg;
+	rx_qp_release();
 	uroce_qpn_map_read_lock();
 	for (unsigned int i = 0; i < pending.n; i++) {
 		struct uroce_qp *qp = uroce_qpn_map_find(pending.qpn[i]);
@@ -771,8 +802,12 @@ int uroce_engine_poll(void)
 	/* No engine before the first QP; a child of fork() must not touch its parent's. */
 	if (!atomic_load_explicit(&net_ready, memory_order_acquire))
 		return -1;
+	int n;
+
 	flush_held(NULL);
-	return uroce_net_poll(net);
+	n = uroce_net_poll(net);
+	rx_qp_release();
+	return n;
 }
 
 void uroce_engine_mcast(struct uroce_qp *qp, const union ibv_gid *group, bool join)
