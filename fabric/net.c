@@ -207,6 +207,15 @@ static int transmit(struct uroce_net *net, const struct uroce_udp *s, const stru
 	return err;
 }
 
+/* The packets of one datagram have reached ops->recv (net.h: recv_end). */
+static void recv_end(void *arg)
+{
+	struct uroce_net *net = arg;
+
+	if (net->ops->recv_end)
+		net->ops->recv_end(net->arg);
+}
+
 /* A packet the faults held back is due (progress thread). */
 static void emit_held(void *arg, bool tx, const struct roce_ipudp *ip, uint8_t *roce, size_t len)
 {
@@ -218,6 +227,7 @@ static void emit_held(void *arg, bool tx, const struct roce_ipudp *ip, uint8_t *
 		struct uroce_rx rx = {.ip = *ip, .roce = roce, .len = len, .now = uroce_now()};
 
 		deliver_now(net, &rx);
+		recv_end(net);
 		/* A batch of one, outside the thread's turns (net.h: batch_end). */
 		if (net->ops->batch_end)
 			net->ops->batch_end(net->arg);
@@ -301,6 +311,7 @@ static int bind_port(void *arg)
 static void forwarded(void *arg, const struct uroce_rx *rx)
 {
 	on_datagram(arg, rx);
+	recv_end(arg);
 }
 
 static void send_mad(void *arg, const uint8_t sgid[16], const uint8_t dgid[16], uint8_t tos,
@@ -325,6 +336,7 @@ static void mcast_deliver(void *arg, const struct uroce_rx *rx)
 
 	atomic_fetch_add(&net->rx_packets, 1);
 	net->ops->recv(net->arg, rx);
+	recv_end(net);
 	uroce_rdv_mcast_sent(net->rdv, rx);
 	if (net->ops->batch_end)
 		net->ops->batch_end(net->arg);
@@ -383,6 +395,7 @@ static void on_polling_ended(void *arg)
 static const struct uroce_progress_ops progress_ops = {
 	.init = init,
 	.datagram = on_datagram,
+	.datagram_end = recv_end,
 	.batch_end = on_batch_end,
 	.polling_ended = on_polling_ended,
 };
@@ -734,12 +747,16 @@ void uroce_net_want_ip_fields(struct uroce_net *net)
 {
 	int err;
 
-	if (atomic_exchange(&net->ip_fields, true))
+	/* Set once the sockets ask: a second caller meanwhile asks again (no harm), and none
+	 * returns before they do. */
+	if (atomic_load(&net->ip_fields))
 		return;
 	err = ask_ip_fields(net->udp);
 	if (err)
 		uroce_log(UROCE_LOG_ERROR, "received packets' traffic class and hop limit: %s",
 			  strerror(err));
+	else
+		atomic_store(&net->ip_fields, true);
 }
 
 int uroce_net_mcast_join(struct uroce_net *net, const uint8_t group[16], unsigned int ifindex,

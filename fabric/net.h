@@ -61,6 +61,13 @@ struct uroce_net_ops {
 	 */
 	void (*recv)(void *arg, const struct uroce_rx *rx);
 	/*
+	 * The packets of one datagram (the segments of a GRO receive, or a single packet the hub
+	 * forwarded, the faults delayed or a multicast of this host) have all been passed to recv,
+	 * on the same thread: what was kept from one to the next is let go here, before any other
+	 * callback. May be NULL.
+	 */
+	void (*recv_end)(void *arg);
+	/*
 	 * The datagrams of one batch have all been passed to recv (by the same thread): work
 	 * worth doing once per batch rather than per datagram goes here. May be NULL.
 	 */

@@ -94,6 +94,8 @@ void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, ui
 		}
 		p->ops->datagram(p->arg, &rx);
 	}
+	if (p->ops->datagram_end)
+		p->ops->datagram_end(p->arg);
 }
 
 void progress_on_watch(void *watch)

@@ -54,6 +54,11 @@ struct uroce_progress_ops {
 	 */
 	void (*datagram)(void *arg, const struct uroce_rx *rx);
 	/*
+	 * The segments of one received datagram have all been passed to datagram, on the same
+	 * thread: what was kept from one to the next is let go here (NULL: nothing to do).
+	 */
+	void (*datagram_end)(void *arg);
+	/*
 	 * The datagrams (and watched descriptors) of one turn of the thread have been handed out:
 	 * a place to act once for many of them (NULL: nothing to do).
 	 */

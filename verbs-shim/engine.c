@@ -160,8 +160,11 @@ static void on_recv(void *arg, const struct uroce_rx *rx);
 static void on_batch_end(void *arg);
 static void flush_held(void *arg);
 
+static void on_recv_end(void *arg);
+
 static const struct uroce_net_ops net_ops = {
 	.recv = on_recv,
+	.recv_end = on_recv_end,
 	.batch_end = on_batch_end,
 	.polling_ended = flush_held,
 	.unreachable = uroce_mad_unreachable,
@@ -390,10 +393,10 @@ static bool is_pending(uint32_t qpn)
 }
 
 /*
- * The QP whose lock (and the QP map's read lock) the receiving thread keeps from one packet
- * to the next while they go to the same QP: a datagram's packets mostly do (a ping-pong's SEND
- * and the ACK riding with it). Let go at the batch's end, when the receive returns
- * (uroce_engine_poll) and before a packet for another QP.
+ * The QP whose lock (and the QP map's read lock) the receiving thread keeps from one packet of
+ * a datagram to the next while they go to the same QP, as a ping-pong hop's SEND and the ACK
+ * riding with it do. Let go before a packet for another QP or a MAD, and at the datagram's end
+ * (on_recv_end), before any other callback of the fabric runs on the thread.
  */
 static _Thread_local struct uroce_qp *rx_qp;
 
@@ -404,6 +407,12 @@ static void rx_qp_release(void)
 	pthread_mutex_unlock(&rx_qp->lock);
 	uroce_qpn_map_read_unlock();
 	rx_qp = NULL;
+}
+
+static void on_recv_end(void *arg)
+{
+	(void)arg;
+	rx_qp_release();
 }
 
 /* QP @qpn, locked and kept as rx_qp, or NULL if there is no such QP. */
@@ -500,7 +509,6 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 static void on_batch_end(void *arg)
 {
 	(void)arg;
-	rx_qp_release();
 	uroce_qpn_map_read_lock();
 	for (unsigned int i = 0; i < pending.n; i++) {
 		struct uroce_qp *qp = uroce_qpn_map_find(pending.qpn[i]);
@@ -802,12 +810,8 @@ int uroce_engine_poll(void)
 	/* No engine before the first QP; a child of fork() must not touch its parent's. */
 	if (!atomic_load_explicit(&net_ready, memory_order_acquire))
 		return -1;
-	int n;
-
 	flush_held(NULL);
-	n = uroce_net_poll(net);
-	rx_qp_release();
-	return n;
+	return uroce_net_poll(net);
 }
 
 void uroce_engine_mcast(struct uroce_qp *qp, const union ibv_gid *group, bool join)
