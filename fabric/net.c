@@ -111,23 +111,21 @@ static int watch_pair(struct uroce_progress *p, const struct uroce_udp s[FAMILIE
 	return err;
 }
 
-static void deliver_now(struct uroce_net *net, const struct uroce_rx *rx)
+/* Check @rx's ICRC (into rx->icrc, and its IPv4 ID), record it, and hand it to the owner. */
+static void deliver_now(struct uroce_net *net, struct uroce_rx *rx)
 {
-	struct uroce_rx r = *rx;
-
 	/* First, so that the capture shows the IPv4 ID the frame had on the wire. */
-	r.icrc = roce_icrc_verify(&r.ip, r.roce, r.len);
+	rx->icrc = roce_icrc_verify(&rx->ip, rx->roce, rx->len);
 	if (net->pcap)
-		uroce_pcap_write(net->pcap, &r.ip, r.roce, r.len, wall_clock());
+		uroce_pcap_write(net->pcap, &rx->ip, rx->roce, rx->len, wall_clock());
 	atomic_fetch_add(&net->rx_packets, 1);
-	net->ops->recv(net->arg, &r);
+	net->ops->recv(net->arg, rx);
 }
 
 /* A datagram for this process, through the receive faults if any (faults.h). */
-static void deliver(struct uroce_net *net, const struct uroce_rx *rx)
+static void deliver(struct uroce_net *net, struct uroce_rx *rx)
 {
 	uint8_t copy[UROCE_PROGRESS_PAYLOAD_MAX];
-	struct uroce_rx r = *rx;
 	unsigned int n;
 
 	if (!uroce_faults_on(net->faults, false)) {
@@ -135,10 +133,10 @@ static void deliver(struct uroce_net *net, const struct uroce_rx *rx)
 		return;
 	}
 	memcpy(copy, rx->roce, rx->len); /* a corrupted byte must not touch the ring's buffer */
-	r.roce = copy;
+	rx->roce = copy;
 	n = uroce_faults_apply(net->faults, false, &rx->ip, copy, rx->len);
 	for (unsigned int i = 0; i < n; i++)
-		deliver_now(net, &r);
+		deliver_now(net, rx);
 }
 
 /* Count and record a sent datagram. */
@@ -244,29 +242,25 @@ static void flush_capture(struct uroce_timer *t, uint64_t now)
 }
 
 /* A datagram from a socket, or forwarded by the hub. */
-static void on_datagram(void *arg, const struct uroce_rx *rx)
+static void on_datagram(void *arg, const struct uroce_rx *in)
 {
 	struct uroce_net *net = arg;
-	struct uroce_rx direct;
+	struct uroce_rx rx = *in; /* the one copy, which the way to the owner completes */
 
-	if (rx->len < ROCE_BTH_LEN) {
+	if (rx.len < ROCE_BTH_LEN) {
 		atomic_fetch_add(&net->rx_short, 1);
 		return;
 	}
-	if (rx->host_sent) {
+	if (rx.host_sent) {
 		/* A host member's multicast, from the hub: routed already (rdv.h, MCAST). */
-		deliver(net, rx);
+		deliver(net, &rx);
 		return;
 	}
-	if (rx->ip.dport != net->cfg.udp_port) {
-		/* Sent to this process's own socket past the hub (dest_port): to the RoCE port. */
-		direct = *rx;
-		direct.ip.dport = net->cfg.udp_port;
-		rx = &direct;
-	}
-	switch (uroce_rdv_route(net->rdv, rx)) {
+	/* One sent to this process's own socket past the hub (dest_port): to the RoCE port. */
+	rx.ip.dport = net->cfg.udp_port;
+	switch (uroce_rdv_route(net->rdv, &rx)) {
 	case UROCE_RDV_DELIVER:
-		deliver(net, rx);
+		deliver(net, &rx);
 		break;
 	case UROCE_RDV_FORWARDED:
 	case UROCE_RDV_ANSWERED:
@@ -635,13 +629,16 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
 
 /*
  * How many of the datagrams lens[0..n) at @buf one GSO send takes: equal lengths (the last may
- * be shorter), one destination port (dest_port: UD sends of a train may go to several QPs).
+ * be shorter), one destination port (dest_port: UD sends of a train may go to several QPs),
+ * which goes to *@dport.
  */
 static unsigned int gso_run(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *buf,
-			    const uint16_t *lens, unsigned int n, size_t *bytes)
+			    const uint16_t *lens, unsigned int n, size_t *bytes, uint16_t *dport)
 {
 	uint16_t port = dest_port(net, g, buf, lens[0]);
 	unsigned int k = 1;
+
+	*dport = port;
 
 	*bytes = lens[0];
 	while (k < n && k < UROCE_UDP_GSO_SEGS && lens[k] <= lens[0] &&
@@ -671,24 +668,25 @@ static int send_each(struct uroce_net *net, const struct roce_ipudp *f, uint8_t 
 
 /*
  * Send the run of @k datagrams lens[0..k) at @buf (@bytes in all) as one UDP GSO send through
- * @s, @g0 being the first one's headers; each is recorded before any answer to it (pcap.h).
- * Returns 0 or the send's errno (EIO or EINVAL: this path cannot do GSO; nothing was sent).
+ * @s to UDP port @dport, @g0 being the first one's headers; each is recorded before any answer to
+ * it (pcap.h). Returns 0 or the send's errno (EIO or EINVAL: this path cannot do GSO; nothing was
+ * sent).
  */
 static int send_gso_run(struct uroce_net *net, const struct uroce_udp *s,
-			const struct roce_ipudp *f, const struct roce_ipudp *g0, uint8_t *buf,
-			const uint16_t *lens, unsigned int k, size_t bytes)
+			const struct roce_ipudp *g0, uint8_t *buf, const uint16_t *lens,
+			unsigned int k, size_t bytes, uint16_t dport)
 {
-	struct roce_ipudp w = *g0;
+	struct roce_ipudp w = *g0, g = *g0;
+	bool v4 = roce_gid_is_v4(g0->sgid);
 	uint8_t *p = buf;
 	int e;
 
 	/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
 	for (unsigned int j = 0; j < k; p += lens[j], j++) {
-		struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
-
+		g.ip_id = v4 ? (uint16_t)j : 0;
 		roce_icrc_fill(&g, p, lens[j]);
 	}
-	w.dport = dest_port(net, g0, buf, lens[0]);
+	w.dport = dport;
 	if (net->pcap)
 		uroce_pcap_hold(net->pcap);
 	e = uroce_udp_send_gso(s, &w, buf, bytes, lens[0]);
@@ -697,8 +695,7 @@ static int send_gso_run(struct uroce_net *net, const struct uroce_udp *s,
 	if (net->pcap) {
 		p = buf;
 		for (unsigned int j = 0; !e && j < k; p += lens[j], j++) {
-			struct roce_ipudp g = on_wire(net, s, f, (uint16_t)j);
-
+			g.ip_id = v4 ? (uint16_t)j : 0;
 			uroce_pcap_write(net->pcap, &g, p, lens[j], wall_clock());
 		}
 		uroce_pcap_release(net->pcap);
@@ -716,13 +713,14 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 		int e = check_send(net, f, lens[i], &s);
 		struct roce_ipudp g0 = e ? *f : on_wire(net, s, f, 0);
 		size_t bytes;
-		unsigned int k = gso_run(net, &g0, buf, lens + i, n - i, &bytes);
+		uint16_t dport;
+		unsigned int k = gso_run(net, &g0, buf, lens + i, n - i, &bytes, &dport);
 
 		/* Faults act on single packets, and multicast copies are made per packet: with
 		 * them, trains go one by one. */
 		if (!e && k > 1 && !atomic_load(&net->no_gso) &&
 		    !uroce_faults_on(net->faults, true) && !roce_gid_is_multicast(f->dgid)) {
-			e = send_gso_run(net, s, f, &g0, buf, lens + i, k, bytes);
+			e = send_gso_run(net, s, &g0, buf, lens + i, k, bytes, dport);
 			if (e == EIO || e == EINVAL) {
 				/* No UDP GSO on this path: from now on one by one. */
 				atomic_store(&net->no_gso, true);
