@@ -216,11 +216,12 @@ run_pair() {
 	[[ $prog == cmtime ]] && kill -INT "$server" # its server runs until stopped (rdma-core 44)
 	stop_server "$server" "$client_rc"
 }
-# A run lost to perftest -R's own race is run again, nine times at most (rdma-cm-ready.sh).
+# A run lost to perftest's own race or clock is run again, nine times at most (rdma-cm-ready.sh).
 attempt=1
 while run_pair
-	((client_rc && rdma_cm && attempt < 10)) && lost_to_perftest_race "$dir/client.out"; do
-	echo "$prog: run $attempt: the client's request came before the server's rdma_listen (perftest's race); again"
+	((attempt < 10 && (client_rc || server_rc))) &&
+		{ perftest_run_lost "$dir/client.out" "$rdma_cm" || perftest_run_lost "$dir/server.out" 0; }; do
+	echo "$prog: run $attempt: $lost_why; again"
 	((attempt++))
 done
 [[ $prog == cmtime ]] && ((server_rc == 130 || server_rc == 124)) && server_rc=0

@@ -8,11 +8,14 @@ set -uo pipefail
 
 prog=$4
 . "$(dirname "$0")/two-procs.sh"
-# A run lost to perftest -R's own race is run again, nine times at most (rdma-cm-ready.sh).
+# A run lost to perftest's own race or clock is run again, nine times at most (rdma-cm-ready.sh).
+cm=0
+uses_rdma_cm "${@:5}" && cm=1
 attempt=1
 while two_procs "$@"
-	((client_rc && attempt < 10)) && uses_rdma_cm "${@:5}" && lost_to_perftest_race "$dir/client.out"; do
-	echo "$prog: run $attempt: the client's request came before the server's rdma_listen (perftest's race); again"
+	((attempt < 10 && (client_rc || server_rc))) &&
+		{ perftest_run_lost "$dir/client.out" "$cm" || perftest_run_lost "$dir/server.out" 0; }; do
+	echo "$prog: run $attempt: $lost_why; again"
 	rm -rf "$dir"
 	((attempt++))
 done

@@ -36,6 +36,21 @@ lost_to_perftest_race() {
 	grep -Eq 'Event: RDMA_CM_EVENT_(REJECTED; error: 8|UNREACHABLE; error: 1)\.' "$1"
 }
 
+# perftest_run_lost OUTPUT RDMA_CM: true, with the reason in $lost_why, if a failed perftest
+# run's OUTPUT says it says nothing of uroce and is to be run again: with -R (RDMA_CM 1), the
+# race above (in the client's); or perftest could not measure the CPU's clock (get_cpu_mhz prints "Correlation
+# coefficient r^2: ... < 0.9", then "Can't produce a report": it fits a busy loop's cycles
+# against gettimeofday, a fit that a loaded machine spoils).
+perftest_run_lost() {
+	lost_why=
+	if (($2)) && lost_to_perftest_race "$1"; then
+		lost_why="the client's request came before the server's rdma_listen (perftest's race)"
+	elif grep -qF 'Correlation coefficient r^2:' "$1"; then
+		lost_why="perftest could not measure the CPU's clock (r^2 < 0.9: a loaded machine)"
+	fi
+	[[ -n $lost_why ]]
+}
+
 # stop_server PID CLIENT_RC: wait for server PID (a child of this shell) and set $server_rc to
 # its exit status; a server whose client failed may wait for it for ever, so it gets 2 s to
 # end and is then stopped.
