@@ -2,9 +2,9 @@
 /*
  * fabric/progress on both backends: the thread's receive path (with io_uring, very few buffers,
  * so that the multishot receive runs out of them and must be re-armed), UDP GSO trains received
- * whole (GRO) and cut into their datagrams, the hand-over to a polling thread and back,
- * watched descriptors, init errors; and the automatic
- * fall back to epoll where io_uring is refused (a seccomp filter, as Docker's profile does).
+ * whole (GRO) and cut into their datagrams, each datagram's end (datagram_end), the hand-over to a
+ * polling thread and back, watched descriptors, init errors; and the automatic fall back to epoll
+ * where io_uring is refused (a seccomp filter, as Docker's profile does).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -46,6 +46,13 @@ static pthread_t test_thread;
 static atomic_int on_test_thread, overlapping;
 static atomic_bool inside;
 
+/*
+ * datagram_end follows each received datagram's segments, once: datagram() leaves one open,
+ * datagram_end closes it (bad_end: an end with none open).
+ */
+static atomic_bool segments_open;
+static atomic_int ends, bad_end;
+
 static void datagram(void *arg, const struct uroce_rx *rx)
 {
 	(void)arg;
@@ -60,9 +67,31 @@ static void datagram(void *arg, const struct uroce_rx *rx)
 	if (atomic_fetch_add(&received, 1) == 0)
 		usleep((useconds_t)atomic_load(&stall_us));
 	atomic_store(&inside, false);
+	atomic_store(&segments_open, true);
 }
 
-static const struct uroce_progress_ops ops = {.init = init, .datagram = datagram};
+static void datagram_end(void *arg)
+{
+	(void)arg;
+	if (atomic_exchange(&segments_open, false))
+		atomic_fetch_add(&ends, 1);
+	else
+		atomic_fetch_add(&bad_end, 1);
+}
+
+/* Every datagram received so far ended, each once; at least @min ends. */
+static void check_ends(int min)
+{
+	for (int i = 0; i < 200 && atomic_load(&segments_open); i++)
+		usleep(1000);
+	cr_assert_not(atomic_load(&segments_open), "a datagram's segments were never ended");
+	cr_assert_eq(atomic_load(&bad_end), 0, "datagram_end without a datagram");
+	cr_assert_geq(atomic_load(&ends), min);
+	cr_assert_leq(atomic_load(&ends), atomic_load(&received));
+}
+
+static const struct uroce_progress_ops ops = {
+	.init = init, .datagram = datagram, .datagram_end = datagram_end};
 
 /* An IPv4 socket whose datagrams report their TTL, which datagram() checks. */
 static void open_sock(struct uroce_udp *s)
@@ -152,6 +181,7 @@ static void gro_train(enum uroce_backend backend)
 	wait_received(30);
 	cr_assert_eq(atomic_load(&received), 30);
 	cr_assert_eq(atomic_load(&bad_payload), 0);
+	check_ends(1);
 	uroce_progress_stop(p);
 	uroce_udp_close(&tx);
 	uroce_udp_close(&sock);
@@ -196,6 +226,7 @@ static void polling_thread_receives(enum uroce_backend backend)
 	cr_assert_eq(atomic_load(&on_test_thread), polled);
 	cr_assert_eq(atomic_load(&bad_payload), 0);
 	cr_assert_eq(atomic_load(&overlapping), 0);
+	check_ends(1);
 	uroce_progress_stop(p);
 	uroce_udp_close(&sock);
 }
