@@ -639,7 +639,6 @@ static unsigned int gso_run(struct uroce_net *net, const struct roce_ipudp *g, c
 	unsigned int k = 1;
 
 	*dport = port;
-
 	*bytes = lens[0];
 	while (k < n && k < UROCE_UDP_GSO_SEGS && lens[k] <= lens[0] &&
 	       *bytes + lens[k] <= UROCE_UDP_GSO_MAX &&

@@ -159,7 +159,6 @@ static void log_totals(void)
 static void on_recv(void *arg, const struct uroce_rx *rx);
 static void on_batch_end(void *arg);
 static void flush_held(void *arg);
-
 static void on_recv_end(void *arg);
 
 static const struct uroce_net_ops net_ops = {

@@ -1,7 +1,7 @@
 # Sourced by two-procs.sh and netns/two-hosts.sh. perftest with -R listens on an rdma_cm port,
 # which no socket shows to ss; uroce logs the listen at info (UROCE_LOG=info), and that line is
-# the server's readiness. Also what both say of a run's end: perftest -R's own race, and a
-# server left waiting by a client that failed.
+# the server's readiness. Also what both say of a run's end: a perftest run that says nothing
+# of uroce (its -R race, its clock), and a server left waiting by a client that failed.
 
 # uses_rdma_cm ARGS...: true if perftest's arguments ask for the rdma_cm.
 uses_rdma_cm() {
@@ -37,10 +37,10 @@ lost_to_perftest_race() {
 }
 
 # perftest_run_lost OUTPUT RDMA_CM: true, with the reason in $lost_why, if a failed perftest
-# run's OUTPUT says it says nothing of uroce and is to be run again: with -R (RDMA_CM 1), the
-# race above (in the client's); or perftest could not measure the CPU's clock (get_cpu_mhz prints "Correlation
-# coefficient r^2: ... < 0.9", then "Can't produce a report": it fits a busy loop's cycles
-# against gettimeofday, a fit that a loaded machine spoils).
+# run's OUTPUT shows that the run says nothing of uroce and is to be run again: with -R
+# (RDMA_CM 1), the race above (in the client's); or perftest could not measure the CPU's clock
+# (get_cpu_mhz prints "Correlation coefficient r^2: ... < 0.9", then "Can't produce a report":
+# it fits a busy loop's cycles against gettimeofday, a fit that a loaded machine spoils).
 perftest_run_lost() {
 	lost_why=
 	if (($2)) && lost_to_perftest_race "$1"; then
