@@ -145,6 +145,23 @@ static void rearm_msgs(struct direct_rx *d, unsigned int n)
  * A socket that had datagrams at its last receive (a stream) is received in batches of
  * RX_BATCH until empty.
  */
+/*
+ * Up to @want datagrams from @fd without waiting: their count, or -1 with errno set. One
+ * through recvmsg, which spares recvmmsg's own work around it (~25 cycles an empty poll).
+ */
+static int receive_some(int fd, struct mmsghdr *msgs, unsigned int want)
+{
+	ssize_t len;
+
+	if (want > 1)
+		return nc_recvmmsg(fd, msgs, want, MSG_DONTWAIT);
+	len = nc_recvmsg(fd, &msgs[0].msg_hdr, MSG_DONTWAIT);
+	if (len < 0)
+		return -1;
+	msgs[0].msg_len = (unsigned int)len;
+	return 1;
+}
+
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
 {
 	struct udp_slot *s = &p->udp[slot];
@@ -152,7 +169,7 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, 
 	unsigned int total = 0, want = s->drained ? 1 : RX_BATCH;
 
 	for (;;) {
-		int n = nc_recvmmsg(s->sock.fd, d->msgs, want, MSG_DONTWAIT);
+		int n = receive_some(s->sock.fd, d->msgs, want);
 		bool more = false;
 
 		s->drained = n <= 0;
