@@ -29,6 +29,22 @@ static uint64_t now_ns(clockid_t clock)
 	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
+/* Publish how many entries wait, after head or tail moved (cq->lock held). */
+static void count_ready(struct uroce_cq *cq)
+{
+	atomic_store_explicit(&cq->ready, cq->head - cq->tail, memory_order_release);
+}
+
+/*
+ * Whether the CQ may hold entries, without its lock: a poll finding it empty, most polls of a
+ * busy-polling program, then takes no lock (~40 cycles). An entry pushed meanwhile by another
+ * thread is seen by the next poll, as it would be had that poll come a moment earlier.
+ */
+static bool maybe_ready(struct uroce_cq *cq)
+{
+	return atomic_load_explicit(&cq->ready, memory_order_acquire) != 0;
+}
+
 int uroce_cq_push(struct uroce_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	struct uroce_cqe *e;
@@ -50,6 +66,7 @@ int uroce_cq_push(struct uroce_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (cq->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 		e->wallclock_ns = now_ns(CLOCK_REALTIME);
 	cq->head++;
+	count_ready(cq);
 	/* Solicited-only arming also fires for completions in error, as RNICs do. */
 	fire = cq->notify == UROCE_CQ_NOTIFY_ANY || (cq->notify == UROCE_CQ_NOTIFY_SOLICITED &&
 						     (solicited || wc->status != IBV_WC_SUCCESS));
@@ -88,6 +105,7 @@ static int take(struct uroce_cq *cq, int num_entries, struct ibv_wc *wc)
 		wc[n++] = cq->ring[cq->tail % cq->slots].wc;
 		cq->tail++;
 	}
+	count_ready(cq);
 	pthread_mutex_unlock(&cq->lock);
 	return n;
 }
@@ -95,7 +113,7 @@ static int take(struct uroce_cq *cq, int num_entries, struct ibv_wc *wc)
 int uroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct uroce_cq *cq = to_ucq(ibcq);
-	int n = take(cq, num_entries, wc);
+	int n = maybe_ready(cq) ? take(cq, num_entries, wc) : 0;
 
 	if (!n && empty_poll())
 		n = take(cq, num_entries, wc);
@@ -133,16 +151,12 @@ static int cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
+	if (!maybe_ready(cq) && !empty_poll())
+		return ENOENT;
 	pthread_mutex_lock(&cq->lock);
 	if (cq->tail == cq->head) {
 		pthread_mutex_unlock(&cq->lock);
-		if (!empty_poll())
-			return ENOENT;
-		pthread_mutex_lock(&cq->lock);
-		if (cq->tail == cq->head) {
-			pthread_mutex_unlock(&cq->lock);
-			return ENOENT;
-		}
+		return ENOENT;
 	}
 	set_current(cq);
 	return 0;
@@ -170,6 +184,7 @@ static void cq_end_poll(struct ibv_cq_ex *cqx)
 		cq->tail++;
 		cq->cur = NULL;
 	}
+	count_ready(cq);
 	pthread_mutex_unlock(&cq->lock);
 }
 
