@@ -80,11 +80,12 @@ static void reset(struct roce_qp *qp)
  */
 static void size_res(struct roce_qp *qp)
 {
+	uint32_t cap = roce_ring_size(qp->resp.res_slots); /* a ring as struct roce_wq's */
 	struct roce_resp_res *res;
 
-	if (qp->resp.res_slots <= qp->resp.res_cap)
+	if (cap <= qp->resp.res_cap)
 		return;
-	res = calloc(qp->resp.res_slots, sizeof(*res));
+	res = calloc(cap, sizeof(*res));
 	if (!res) {
 		qp->resp.res_slots = qp->resp.res_cap;
 		return;
@@ -92,7 +93,7 @@ static void size_res(struct roce_qp *qp)
 	if (qp->resp.res != &qp->resp.res_one)
 		free(qp->resp.res);
 	qp->resp.res = res;
-	qp->resp.res_cap = qp->resp.res_slots;
+	qp->resp.res_cap = cap;
 }
 
 void roce_qp_set_window_bytes(struct roce_qp *qp, uint32_t bytes)

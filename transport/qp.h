@@ -222,7 +222,7 @@ struct roce_qp {
 		 */
 		struct roce_resp_res *res;
 		struct roce_resp_res res_one;
-		uint32_t res_cap;   /* slots of res */
+		uint32_t res_cap;   /* slots of res: a power of two (roce_ring_size) */
 		uint32_t res_slots; /* max_dest_rd_atomic, at most res_cap */
 		uint32_t res_tail;  /* first not fully answered (a replay moves it back) */
 		uint32_t res_head;  /* next to use */

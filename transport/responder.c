@@ -72,6 +72,12 @@ static void complete_recv(struct roce_qp *qp, const struct resp_ctx *c, enum ibv
 	qp->env->complete(qp->ctx, true, &wc, pkt->bth.se);
 }
 
+/* The resource slot of counter @i (res_cap is a power of two: the counters may wrap). */
+static struct roce_resp_res *res_at(struct roce_qp *qp, uint32_t i)
+{
+	return &qp->resp.res[i & (qp->resp.res_cap - 1)];
+}
+
 /* Find the accepted READ/atomic a duplicate request repeats, or NULL (IBA 9.7.5.2.8). */
 static uint32_t find_res(struct roce_qp *qp, uint32_t psn, bool *found)
 {
@@ -79,7 +85,7 @@ static uint32_t find_res(struct roce_qp *qp, uint32_t psn, bool *found)
 
 	*found = false;
 	for (uint32_t i = qp->resp.res_head; n && i != qp->resp.res_head - n; i--) {
-		struct roce_resp_res *r = &qp->resp.res[(i - 1) % n];
+		struct roce_resp_res *r = res_at(qp, i - 1);
 
 		if (!r->type)
 			break;
@@ -111,14 +117,14 @@ static void duplicate(struct roce_qp *qp, const struct resp_ctx *c)
 	if (!found)
 		return; /* too old to answer: the requester's retry will time out */
 	for (uint32_t k = i; k != qp->resp.res_head; k++) {
-		struct roce_resp_res *r = &qp->resp.res[k % qp->resp.res_slots];
+		struct roce_resp_res *r = res_at(qp, k);
 
 		r->psn = r->first_psn;
 		r->sent = 0;
 		r->begun = false;
 	}
 	if (c->flags & ROCE_OPF_READ) {
-		struct roce_resp_res *r = &qp->resp.res[i % qp->resp.res_slots];
+		struct roce_resp_res *r = res_at(qp, i);
 		uint32_t skip = ((pkt->bth.psn - r->first_psn) & ROCE_PSN_MASK) * qp->mtu;
 
 		r->psn = pkt->bth.psn;
@@ -415,7 +421,7 @@ static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 		qp->resp.write_va += pkt->payload_len;
 		qp->resp.write_left -= pkt->payload_len;
 	} else {
-		struct roce_resp_res *r = &qp->resp.res[qp->resp.res_head % qp->resp.res_slots];
+		struct roce_resp_res *r = res_at(qp, qp->resp.res_head);
 
 		/* The slot may hold a replay not yet sent (check_resource): it is not needed. */
 		if (qp->resp.res_head - qp->resp.res_tail >= qp->resp.res_slots)
@@ -445,8 +451,7 @@ static enum resp_step complete(struct roce_qp *qp, struct resp_ctx *c)
 	bool ends = c->flags & (ROCE_OPF_LAST | ROCE_OPF_ONLY);
 
 	if (c->flags & (ROCE_OPF_READ | ROCE_OPF_ATOMIC)) {
-		struct roce_resp_res *r =
-			&qp->resp.res[(qp->resp.res_head - 1) % qp->resp.res_slots];
+		struct roce_resp_res *r = res_at(qp, qp->resp.res_head - 1);
 
 		qp->resp.psn = roce_psn_add(r->last_psn, 1);
 		qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
@@ -606,7 +611,7 @@ static void answered(struct roce_qp *qp)
 /* The next READ response or atomic ACK of the oldest unanswered request. */
 static size_t answer(struct roce_qp *qp, uint8_t *buf)
 {
-	struct roce_resp_res *r = &qp->resp.res[qp->resp.res_tail % qp->resp.res_slots];
+	struct roce_resp_res *r = res_at(qp, qp->resp.res_tail);
 	struct roce_pkt pkt = {0};
 	const struct roce_opcode_info *info;
 

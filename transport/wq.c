@@ -5,13 +5,27 @@
 #include <errno.h>
 #include <stdlib.h>
 
+uint32_t roce_ring_size(uint32_t n)
+{
+	uint32_t size = 1;
+
+	if (n > UINT32_C(1) << 31)
+		return 0;
+	while (size < n)
+		size <<= 1;
+	return size;
+}
+
 int roce_wq_init(struct roce_wq *wq, uint32_t slots, size_t stride)
 {
+	uint32_t ring = roce_ring_size(slots);
+
 	stride = (stride + 7) & ~(size_t)7;
-	wq->buf = calloc(slots ? slots : 1, stride);
+	wq->buf = ring ? calloc(ring, stride) : NULL;
 	if (!wq->buf)
 		return ENOMEM;
 	wq->slots = slots;
+	wq->mask = ring - 1;
 	wq->stride = stride;
 	wq->head = 0;
 	wq->tail = 0;

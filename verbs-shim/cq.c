@@ -13,6 +13,7 @@
 #include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/ops.h"
+#include "transport/wq.h"
 
 /* The IBV_WC_EX_WITH_* fields uroce fills (no VLAN, flow tags or tag matching). */
 #define SUPPORTED_WC_FLAGS                                                                         \
@@ -59,7 +60,7 @@ int uroce_cq_push(struct uroce_cq *cq, const struct ibv_wc *wc, bool solicited)
 			uroce_async_event(to_uctx(cq->cqx.context), IBV_EVENT_CQ_ERR, &cq->cqx);
 		return ENOSPC;
 	}
-	e = &cq->ring[cq->head % cq->slots];
+	e = &cq->ring[cq->head & cq->mask];
 	e->wc = *wc;
 	if (cq->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
 		e->completion_ts = now_ns(CLOCK_MONOTONIC);
@@ -102,7 +103,7 @@ static int take(struct uroce_cq *cq, int num_entries, struct ibv_wc *wc)
 
 	pthread_mutex_lock(&cq->lock);
 	while (n < num_entries && cq->tail != cq->head) {
-		wc[n++] = cq->ring[cq->tail % cq->slots].wc;
+		wc[n++] = cq->ring[cq->tail & cq->mask].wc;
 		cq->tail++;
 	}
 	count_ready(cq);
@@ -139,7 +140,7 @@ int uroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 static void set_current(struct uroce_cq *cq)
 {
-	cq->cur = &cq->ring[cq->tail % cq->slots];
+	cq->cur = &cq->ring[cq->tail & cq->mask];
 	cq->cqx.status = cq->cur->wc.status;
 	cq->cqx.wr_id = cq->cur->wc.wr_id;
 }
@@ -286,13 +287,14 @@ static struct uroce_cq *cq_create(struct ibv_context *context, int cqe, void *cq
 	}
 	cq = calloc(1, sizeof(*cq));
 	if (cq)
-		cq->ring = calloc(cqe, sizeof(*cq->ring));
+		cq->ring = calloc(roce_ring_size(cqe), sizeof(*cq->ring));
 	if (!cq || !cq->ring) {
 		free(cq);
 		errno = ENOMEM;
 		return NULL;
 	}
 	cq->slots = cqe;
+	cq->mask = roce_ring_size(cqe) - 1;
 	cq->wc_flags = wc_flags;
 	cq->flags = flags;
 	cq->channel = channel ? to_uchannel(channel) : NULL;
@@ -369,7 +371,7 @@ UROCE_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 
 	if (cqe < 1 || cqe > UROCE_MAX_CQE)
 		return EINVAL;
-	ring = calloc(cqe, sizeof(*ring));
+	ring = calloc(roce_ring_size(cqe), sizeof(*ring));
 	if (!ring)
 		return ENOMEM;
 	pthread_mutex_lock(&cq->lock);
@@ -381,10 +383,11 @@ UROCE_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		return EINVAL;
 	}
 	for (uint32_t i = 0; i < used; i++)
-		ring[i] = cq->ring[(cq->tail + i) % cq->slots];
+		ring[i] = cq->ring[(cq->tail + i) & cq->mask];
 	free(cq->ring);
 	cq->ring = ring;
 	cq->slots = cqe;
+	cq->mask = roce_ring_size(cqe) - 1;
 	cq->tail = 0;
 	cq->head = used;
 	cq->cqx.cqe = cqe;

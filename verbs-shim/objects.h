@@ -66,7 +66,8 @@ struct uroce_cq {
 	struct ibv_cq_ex cqx; /* first; ibv_cq_ex_to_cq() is a cast */
 	pthread_mutex_t lock; /* ring, notify; held from start_poll to end_poll */
 	struct uroce_cqe *ring;
-	uint32_t slots;    /* cqe + 1 */
+	uint32_t slots;    /* capacity: cqe */
+	uint32_t mask;     /* entries in the ring - 1: a power of two, as in struct roce_wq */
 	uint32_t head;     /* entries produced (free-running) */
 	uint32_t tail;     /* entries consumed (free-running) */
 	atomic_uint ready; /* head - tail, stored under lock: an empty poll reads it without */

@@ -198,3 +198,99 @@ Test(sim_regress, uc_duplicate_not_received_twice)
 	cr_assert_eq(sim_pending(p.b_rcq), 0);
 	cr_assert_eq(p.b->core.counters.rx_duplicate, 2);
 }
+
+/* Give both QPs 3-slot work queues whose counters (and the requester's) start at @start. */
+static void small_queues_at(uint32_t start)
+{
+	struct sim_qp *qps[] = {p.a, p.b};
+
+	for (int i = 0; i < 2; i++) {
+		struct sim_qp *q = qps[i];
+
+		roce_wq_free(&q->sq);
+		roce_wq_free(&q->rq);
+		cr_assert_eq(roce_wq_init(&q->sq, 3, roce_send_wqe_size(4, 64)), 0);
+		cr_assert_eq(roce_wq_init(&q->rq, 3, roce_recv_wqe_size(4)), 0);
+		q->sq.head = q->sq.tail = q->rq.head = q->rq.tail = start;
+		q->core.req.wqe = start;
+	}
+}
+
+/*
+ * Queues of a size that is no power of two, their free-running counters crossing 2^32: a slot
+ * taken as the counter's remainder by 3 would serve two consecutive WQEs there (2^32 - 1 and 0
+ * are both slot 0), and the second would overwrite the first before it was done.
+ */
+Test(sim_regress, work_queue_counters_wrap)
+{
+	sim_pair_init(&p, IBV_QPT_RC, NULL, NULL, 7, 4096);
+	small_queues_at(UINT32_MAX - 3);
+	for (int round = 0, k = 0; round < 3; round++, k += 3) {
+		for (int i = k; i < k + 3; i++) {
+			sim_fill(p.abuf + 64 * i, 64, (uint64_t)i);
+			cr_assert_eq(sim_recv(p.b, 100 + i, p.bbuf + 64 * i, 64, p.bkey), 0);
+		}
+		for (int i = k; i < k + 3; i++)
+			cr_assert_eq(sim_send(p.a, i, IBV_WR_SEND, p.abuf + 64 * i, 64, p.akey, 0,
+					      0, IBV_SEND_SIGNALED),
+				     0);
+		run_idle();
+		for (int i = k; i < k + 3; i++) {
+			struct ibv_wc r = sim_expect_wc(p.b_rcq), s = sim_expect_wc(p.a_scq);
+
+			cr_assert_eq(r.status, IBV_WC_SUCCESS, "receive %d: status %d", i,
+				     r.status);
+			cr_assert_eq(r.wr_id, 100 + (uint64_t)i, "receive %d: wr_id %lu", i,
+				     (unsigned long)r.wr_id);
+			cr_assert_eq(s.wr_id, (uint64_t)i, "send %d: wr_id %lu", i,
+				     (unsigned long)s.wr_id);
+			cr_assert_eq(memcmp(p.bbuf + 64 * i, p.abuf + 64 * i, 64), 0, "message %d",
+				     i);
+		}
+	}
+}
+
+static bool lose_fourth_read_resp(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	uint8_t op = pkt->bth.opcode & 0x1F;
+
+	(void)arg;
+	(void)from;
+	if (op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_READ_RESP_ONLY)
+		return ++read_resp_seen != 4;
+	return true;
+}
+
+/*
+ * The responder's READ resources likewise: 3 of them (max_dest_rd_atomic), their counters
+ * crossing 2^32. The answer to the READ of counter 2^32 - 1 is lost: its retry must find that
+ * READ, which a remainder by 3 would have put in the slot of the next one (counter 0).
+ */
+Test(sim_regress, read_resource_counters_wrap)
+{
+	struct sim_conn c = sim_conn_default();
+	const uint32_t start = UINT32_MAX - 3;
+
+	c.max_rd_atomic = c.max_dest_rd_atomic = 3;
+	c.retry_cnt = 2;
+	read_resp_seen = 0;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 8, 4096);
+	p.s->filter = lose_fourth_read_resp;
+	p.b->core.resp.res_head = p.b->core.resp.res_tail = p.b->core.resp.res_fresh = start;
+	sim_fill(p.bbuf, 9 * 64, 9);
+	for (int round = 0, k = 0; round < 3; round++, k += 3) {
+		for (int i = k; i < k + 3; i++)
+			cr_assert_eq(sim_send(p.a, i, IBV_WR_RDMA_READ, p.abuf + 64 * i, 64, p.akey,
+					      (uintptr_t)(p.bbuf + 64 * i), p.bkey,
+					      IBV_SEND_SIGNALED),
+				     0);
+		run_idle();
+		for (int i = k; i < k + 3; i++) {
+			struct ibv_wc s = sim_expect_wc(p.a_scq);
+
+			cr_assert_eq(s.status, IBV_WC_SUCCESS, "READ %d: status %d", i, s.status);
+			cr_assert_eq(s.wr_id, (uint64_t)i);
+		}
+	}
+	cr_assert_eq(memcmp(p.abuf, p.bbuf, 9 * 64), 0, "every READ brought its own bytes");
+}
