@@ -136,16 +136,6 @@ static void rearm_msgs(struct direct_rx *d, unsigned int n)
 }
 
 /*
- * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
- * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
- * kernel's try at a second datagram, ~0.05 us (docs/PERFORMANCE.md). So that datagram ends the
- * receive, unless more of its message follows (roce_datagram_continues): then the rest is
- * asked for at once, as before (a batch that ends amid a message made a 64 KiB ib_send_lat take
- * 30 us instead of 17.4: the datagram's last packet was the ACK riding behind the train).
- * A socket that had datagrams at its last receive (a stream) is received in batches of
- * RX_BATCH until empty.
- */
-/*
  * Up to @want datagrams from @fd without waiting: their count, or -1 with errno set. One
  * through recvmsg, which spares recvmmsg's own work around it (~25 cycles an empty poll).
  */
@@ -161,6 +151,17 @@ static int receive_some(int fd, struct mmsghdr *msgs, unsigned int want)
 	msgs[0].msg_len = (unsigned int)len;
 	return 1;
 }
+
+/*
+ * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
+ * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
+ * kernel's try at a second datagram, ~0.05 us (docs/PERFORMANCE.md). So that datagram ends the
+ * receive, unless more of its message follows (roce_datagram_continues): then the rest is
+ * asked for at once, as before (a batch that ends amid a message made a 64 KiB ib_send_lat take
+ * 30 us instead of 17.4: the datagram's last packet was the ACK riding behind the train).
+ * A socket that had datagrams at its last receive (a stream) is received in batches of
+ * RX_BATCH until empty.
+ */
 
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
 {

@@ -43,7 +43,7 @@ struct udp_slot {
 	 * outstanding; epoll: it is in the watch set). */
 	bool armed;
 	bool cancelling; /* io_uring, progress thread: its cancel is submitted */
-	bool drained;    /* receive lock: its last recvmmsg found nothing (progress_receive_slot) */
+	bool drained;    /* receive lock: its last receive found nothing (progress_receive_slot) */
 };
 
 struct direct_rx; /* progress.c: recvmmsg buffers of the direct receive */

@@ -16,9 +16,10 @@
 #include <stdint.h>
 
 /*
- * The ring has a power of two of slots, at least the capacity: a counter's slot is its low
- * bits, right across the counters' wrap at 2^32 (a remainder by another size would give two
- * consecutive counters one slot there) and without a division (~25 cycles) for each use.
+ * The ring has a power of two of slots, at least the capacity (so up to twice the memory, as
+ * RNICs round their queues up too): a counter's slot is its low bits, right across the
+ * counters' wrap at 2^32 (a remainder by another size would give two consecutive counters one
+ * slot there) and without a division for each use.
  */
 struct roce_wq {
 	uint8_t *buf;

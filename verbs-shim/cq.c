@@ -149,12 +149,20 @@ static void set_current(struct uroce_cq *cq)
 static int cq_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 {
 	struct uroce_cq *cq = to_ucq_ex(cqx);
+	bool polled;
 
 	if (attr->comp_mask)
 		return EINVAL;
-	if (!maybe_ready(cq) && !empty_poll())
+	polled = !maybe_ready(cq);
+	if (polled && !empty_poll())
 		return ENOENT;
 	pthread_mutex_lock(&cq->lock);
+	if (cq->tail == cq->head && !polled) { /* another thread took them meanwhile */
+		pthread_mutex_unlock(&cq->lock);
+		if (!empty_poll())
+			return ENOENT;
+		pthread_mutex_lock(&cq->lock);
+	}
 	if (cq->tail == cq->head) {
 		pthread_mutex_unlock(&cq->lock);
 		return ENOENT;
@@ -390,6 +398,7 @@ UROCE_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->mask = roce_ring_size(cqe) - 1;
 	cq->tail = 0;
 	cq->head = used;
+	count_ready(cq);
 	cq->cqx.cqe = cqe;
 	pthread_mutex_unlock(&cq->lock);
 	return 0;

@@ -211,6 +211,7 @@ static void small_queues_at(uint32_t start)
 		roce_wq_free(&q->rq);
 		cr_assert_eq(roce_wq_init(&q->sq, 3, roce_send_wqe_size(4, 64)), 0);
 		cr_assert_eq(roce_wq_init(&q->rq, 3, roce_recv_wqe_size(4)), 0);
+		q->init.sq_slots = q->init.rq_slots = 3;
 		q->sq.head = q->sq.tail = q->rq.head = q->rq.tail = start;
 		q->core.req.wqe = start;
 	}
