@@ -286,8 +286,9 @@ struct uroce_cm_conn {
 /*
  * Tell the host that @c is established (@up) or no longer is, so that if this process dies
  * the host disconnects it on its behalf (a DREQ to the peer, as the kernel does for a killed
- * process). Any thread; never waits (a lost note costs only that DREQ). The hub's own
- * connections are not covered: nobody is left to know them when it dies.
+ * process). Any thread; never waits (a lost note costs only that DREQ). The hub's own are
+ * known to the host's other processes, and the one that takes the port over disconnects them;
+ * with no other uroce process left on the host, nobody does.
  */
 void uroce_net_cm_conn(struct uroce_net *net, bool up, const struct uroce_cm_conn *c);
 

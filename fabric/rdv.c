@@ -317,6 +317,7 @@ static void hub_hello(struct uroce_rdv *r, struct conn *c, const struct rdv_hell
 	uroce_log(UROCE_LOG_INFO, "rendezvous: process %d (uid %u, pid %u in its namespace) joined",
 		  (int)cred.pid, (unsigned int)cred.uid, m->pid);
 	send_table(r, c);
+	rdv_cm_hub_joined(r, c);
 	/* After a takeover: the blocks the process held under the old hub are routed to it. */
 	for (uint32_t b = 0; b < UROCE_QPN_BLOCKS; b++)
 		if (r->owner[b] == c->token)
@@ -690,6 +691,9 @@ static void process_message(struct uroce_rdv *r, size_t n)
 	case RDV_SERVICE_DONE:
 		rdv_cm_done(r, n);
 		return;
+	case RDV_CONN:
+		rdv_cm_process_conn(r, n);
+		return;
 	}
 bad:
 	uroce_log(UROCE_LOG_ERROR, "rendezvous: ignoring a bad record from the hub");
@@ -863,6 +867,7 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 		uroce_log(UROCE_LOG_ERROR, "rendezvous: cannot bind UDP port %u: %s", r->port,
 			  strerror(err));
 	}
+	rdv_cm_old_hub_gone(r, true);
 	/* Hand out blocks after the ones in use, and free the unclaimed ones later. */
 	for (uint32_t b = 0; b < UROCE_QPN_BLOCKS; b++)
 		if (r->owner[b])
@@ -900,6 +905,11 @@ static int become_process(struct uroce_rdv *r, int fd)
 	cred = peer_cred(fd);
 	uroce_log(UROCE_LOG_INFO, "rendezvous: the hub of UDP port %u is process %d (uid %u)",
 		  r->port, (int)cred.pid, (unsigned int)cred.uid);
+	/* Another process took over, which disconnects the old hub's connections; a dying hub
+	 * (its name not yet released) is the same one: they stay ours. */
+	if (cred.pid != r->hub_conns_pid)
+		rdv_cm_old_hub_gone(r, false);
+	r->hub_conns_pid = cred.pid;
 	/*
 	 * Keep our copy of the table until the hub's arrives: if this hub dies first (we may have
 	 * connected to a dying one), the copy is what the next hub needs.

@@ -45,6 +45,8 @@
  *   CONN    process -> hub: a CM connection of the process is established, or no longer is
  *           (uroce_rdv_cm_conn); when the process dies, the hub sends each peer a DREQ. A
  *           process repeats its established ones to a new hub.
+ *           hub -> process: the same for the hub's own connections, all of them after HELLO;
+ *           when the hub dies, the process that takes the port over sends their DREQs.
  * The hub serves its own requests from the same table, and delivers its own datagrams directly.
  *
  * The host's CM directory (rdv_cm.c, ARCHITECTURE.md): the hub keeps every process's rdma_cm

@@ -440,16 +440,56 @@ void rdv_cm_hub_conn(struct uroce_rdv *r, struct conn *c, size_t n)
 		uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory keeping a connection");
 }
 
-void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c)
+/* The kernel disconnects a killed process's connections: so does the host for it. */
+static void disconnect_all(struct uroce_rdv *r, const struct rdv_cm_conns *set)
 {
-	/* The kernel disconnects a killed process's connections: so does the host for it. */
-	for (uint32_t i = 0; c->cm && i < c->cm->n; i++) {
-		const struct uroce_cm_conn *cc = &c->cm->c[i];
+	for (uint32_t i = 0; set && i < set->n; i++) {
+		const struct uroce_cm_conn *cc = &set->c[i];
 		uint8_t dreq[CM_MAD_LEN];
 
 		cm_dreq_for_dead(cc->local_id, cc->remote_id, cc->remote_qpn, dreq);
 		r->ops->send_mad(r->arg, cc->sgid, cc->dgid, cc->tos, dreq);
 	}
+}
+
+void rdv_cm_hub_joined(struct uroce_rdv *r, struct conn *c)
+{
+	for (uint32_t i = 0; r->my_conns && i < r->my_conns->n; i++) {
+		struct rdv_conn_msg m = conn_msg(true, &r->my_conns->c[i]);
+
+		rdv_conn_send(c, &m, sizeof(m));
+	}
+}
+
+void rdv_cm_process_conn(struct uroce_rdv *r, size_t n)
+{
+	const struct rdv_conn_msg *m = (const struct rdv_conn_msg *)r->buf;
+	struct uroce_cm_conn cc;
+
+	if (n < sizeof(*m)) {
+		uroce_log(UROCE_LOG_ERROR, "rendezvous: ignoring a short CONN from the hub");
+		return;
+	}
+	cc = conn_of(m);
+	if (conns_apply(&r->hub_conns, m->up, &cc))
+		uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory keeping a connection");
+}
+
+void rdv_cm_old_hub_gone(struct uroce_rdv *r, bool took_over)
+{
+	if (took_over && r->hub_conns && r->hub_conns->n) {
+		disconnect_all(r, r->hub_conns);
+		uroce_log(UROCE_LOG_INFO,
+			  "CM directory: disconnected %u connections of the hub that has gone",
+			  r->hub_conns->n);
+	}
+	free(r->hub_conns);
+	r->hub_conns = NULL;
+}
+
+void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c)
+{
+	disconnect_all(r, c->cm);
 	if (c->cm && c->cm->n)
 		uroce_log(UROCE_LOG_INFO, "CM directory: disconnected %u connections of process %d",
 			  c->cm->n, (int)c->pid);
@@ -531,12 +571,14 @@ void rdv_cm_serve(struct uroce_rdv *r)
 		struct uroce_cm_conn cc = conn_of(&note->msg);
 
 		r->notes = note->next;
-		/* Kept for a new hub; the hub's own are nobody's to act on (net.h). */
-		if (!r->hub) {
-			if (conns_apply(&r->my_conns, note->msg.up, &cc))
-				uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory");
+		/* Kept for a new hub; the hub's own are told to the others (rdv_cm_hub_joined). */
+		if (conns_apply(&r->my_conns, note->msg.up, &cc))
+			uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory");
+		if (!r->hub)
 			rdv_up_send(r, &note->msg, sizeof(note->msg));
-		}
+		for (struct conn *c = r->hub ? r->conns : NULL; c; c = c->next)
+			if (c->token)
+				rdv_conn_send(c, &note->msg, sizeof(note->msg));
 		free(note);
 	}
 	r->notes_tail = &r->notes;
@@ -638,6 +680,7 @@ void rdv_cm_free(struct uroce_rdv *r)
 	free(r->held);
 	free(r->held_reqs);
 	free(r->my_conns);
+	free(r->hub_conns);
 	while (r->notes) {
 		struct rdv_note *note = r->notes;
 

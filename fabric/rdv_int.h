@@ -97,7 +97,9 @@ struct uroce_rdv {
 	struct rdv_svc_req *svc_finished;          /* lock: detached ones answered (rdv_cm.c) */
 	uint32_t svc_seq;                          /* lock: the last request's number */
 	struct rdv_note *notes, **notes_tail;      /* lock: CONN notes to send */
-	struct rdv_cm_conns *my_conns; /* this process's established connections, for a new hub */
+	struct rdv_cm_conns *my_conns;  /* this process's established connections, for a new hub */
+	struct rdv_cm_conns *hub_conns; /* not hub: the hub's, for the process that takes over */
+	pid_t hub_conns_pid;            /* the hub they are of */
 	/* Hub after a takeover, until hold_until: requests held for want of a listener. */
 	uint64_t hold_until;
 	struct uroce_timer hold_end;
@@ -156,6 +158,18 @@ void rdv_cm_retry_held(struct uroce_rdv *r, bool final);
 
 /* Hub: RDV_CONN from @c, @n bytes in r->buf. */
 void rdv_cm_hub_conn(struct uroce_rdv *r, struct conn *c, size_t n);
+
+/* Hub: process @c has said HELLO: it is told the hub's own connections. */
+void rdv_cm_hub_joined(struct uroce_rdv *r, struct conn *c);
+
+/* Not hub: RDV_CONN from the hub (one of its own connections), @n bytes in r->buf. */
+void rdv_cm_process_conn(struct uroce_rdv *r, size_t n);
+
+/*
+ * The hub has gone: with @took_over (this process is the new hub) its connections are
+ * disconnected on its behalf; either way this process forgets them.
+ */
+void rdv_cm_old_hub_gone(struct uroce_rdv *r, bool took_over);
 
 /* Hub: process @c has gone; its bindings go with it, its connections are disconnected. */
 void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define RDV_MAGIC   0x76645275u /* "uRdv" in memory on a little-endian host */
-#define RDV_VERSION 4u
+#define RDV_VERSION 5u
 
 enum rdv_type {
 	RDV_HELLO = 1, /* process -> hub: struct rdv_hello, first message */
@@ -28,7 +28,7 @@ enum rdv_type {
 	RDV_MCAST,   /* process -> hub: struct rdv_frame and a multicast datagram it sent */
 	RDV_SERVICE, /* process -> hub: struct rdv_service_msg, a CM directory request or claim */
 	RDV_SERVICE_DONE, /* hub -> process: struct rdv_service_msg, its outcome */
-	RDV_CONN,         /* process -> hub: struct rdv_conn_msg, a CM connection up or down */
+	RDV_CONN,         /* either way: struct rdv_conn_msg, a CM connection up or down */
 };
 
 struct rdv_hdr {

@@ -159,7 +159,7 @@ set_tests_properties(shim_hub_killed PROPERTIES LABELS "shim;integration" TIMEOU
 foreach(_entry "rping|18660" "rping_q|18661" "ucmatose|18662" "rdma_server|18663"
                "udaddy|18664" "cmtime|18665" "rejected|18666" "addrinuse|18667"
                "hubkilled|18668" "mckey|18669" "rdma_xserver|18670"
-               "rdma_xserver_xrc|18671" "killed|18672" "direct|18673")
+               "rdma_xserver_xrc|18671" "killed|18672" "direct|18673" "killed_hub|18674")
   string(REPLACE "|" ";" _f "${_entry}")
   list(GET _f 0 _name)
   list(GET _f 1 _port)

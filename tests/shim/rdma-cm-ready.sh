@@ -1,6 +1,6 @@
-# Sourced by two-procs.sh and netns/two-hosts.sh. perftest with -R listens on an rdma_cm port,
-# which no socket shows to ss; uroce logs the listen at info (UROCE_LOG=info), and that line is
-# the server's readiness. Also what both say of a run's end: a perftest run that says nothing
+# Sourced by two-procs.sh, rdmacm.sh and netns/two-hosts.sh. perftest with -R (and any rdma_cm
+# server) listens on an rdma_cm port, which no socket shows to ss; uroce logs the listen at info
+# (UROCE_LOG=info), and that line is the server's readiness. Also what both say of a run's end: a perftest run that says nothing
 # of uroce (its -R race, its clock), and a server left waiting by a client that failed.
 
 # uses_rdma_cm ARGS...: true if perftest's arguments ask for the rdma_cm.

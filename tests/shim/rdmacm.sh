@@ -19,10 +19,12 @@
 # (two receivers and a sender in a multicast group, IPv4 then IPv6: every receiver gets every
 # message), killed (a server that is not the hub is killed mid-transfer: the host sends its
 # client a DREQ on its behalf, as the kernel does, and the client sees DISCONNECTED within a
-# second, not after its QP's retries), direct (a server that is the hub and its client: the CM
-# messages after the REQ go straight to the process whose communication ID they name, so the
-# hub forwards nothing at all).
+# second, not after its QP's retries), killed_hub (the same with the server the hub: the process
+# that takes the port over, here the client itself, sends the DREQ), direct (a server that is the
+# hub and its client: the CM messages after the REQ go straight to the process whose
+# communication ID they name, so the hub forwards nothing at all).
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/rdma-cm-ready.sh"
 
 run=$1 sanitizer=$2 port=$3 name=$4
 if [[ $sanitizer == thread ]]; then
@@ -126,23 +128,32 @@ mckey) # each process sleeps 3 s after joining, as mckey does for an SM
 	done
 	exit 0
 	;;
-killed)
-	timeout 30 "$run" rping -s -a 127.0.0.1 -p $((port + 100)) -C 1 >/dev/null 2>&1 &
-	server=$! # the hub, idle
-	sleep 0.3
-	timeout 30 "$run" rping -s -a 127.0.0.1 -p "$port" -C 1000000 >/dev/null 2>&1 &
-	sleep 0.3
-	timeout 30 "$run" rping -c -a 127.0.0.1 -p "$port" -C 1000000 >"$dir/client.out" 2>&1 &
+killed | killed_hub)
+	if [[ $name == killed ]]; then
+		timeout 30 "$run" rping -s -a 127.0.0.1 -p $((port + 100)) -C 1 >/dev/null 2>&1 &
+		server=$! # the hub, idle
+		sleep 0.3
+	fi
+	UROCE_LOG=info timeout 30 "$run" rping -s -a 127.0.0.1 -p "$port" -C 1000000 \
+		>"$dir/server.out" 2>&1 &
+	wait_rdma_cm_listen "$dir/server.out" "$port" || exit 1
+	UROCE_LOG=info timeout 30 "$run" rping -c -a 127.0.0.1 -p "$port" -C 1000000 -v >"$dir/client.out" 2>&1 &
 	client=$!
-	sleep 1
+	# Killed once the transfer runs: a loaded machine may take a while to connect, and a kill
+	# before the connection is established leaves the client's REQ to its retries.
+	for ((i = 0; i < 100; i++)); do
+		grep -q "ping data" "$dir/client.out" && break
+		sleep 0.1
+	done
+	sleep 0.2
 	pkill -9 -f "rping -s -a 127.0.0.1 -p $port " || exit 1
 	start=$(date +%s%N)
 	wait $client
 	ms=$((($(date +%s%N) - start) / 1000000))
-	cat "$dir/client.out"
+	grep -Ev "ping data|^[[:alnum:]]*$" "$dir/client.out" # what rping said besides the pings
 	echo "the client ended $ms ms after the kill"
 	if ! grep -q "client DISCONNECT EVENT" "$dir/client.out" || ((ms > 1000)); then
-		echo "FAIL: killed: no prompt DISCONNECTED for the client" >&2
+		echo "FAIL: $name: no prompt DISCONNECTED for the client" >&2
 		exit 1
 	fi
 	exit 0
