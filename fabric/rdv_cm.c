@@ -426,18 +426,24 @@ static struct rdv_conn_msg conn_msg(bool up, const struct uroce_cm_conn *cc)
 	return m;
 }
 
-void rdv_cm_hub_conn(struct uroce_rdv *r, struct conn *c, size_t n)
+/* Apply the RDV_CONN of @n bytes in r->buf to *@set: false if it is too short. */
+static bool apply_conn_msg(struct uroce_rdv *r, size_t n, struct rdv_cm_conns **set)
 {
 	const struct rdv_conn_msg *m = (const struct rdv_conn_msg *)r->buf;
 	struct uroce_cm_conn cc;
 
-	if (n < sizeof(*m)) {
-		rdv_protocol_error(c, "a short CONN");
-		return;
-	}
+	if (n < sizeof(*m))
+		return false;
 	cc = conn_of(m);
-	if (conns_apply(&c->cm, m->up, &cc))
+	if (conns_apply(set, m->up, &cc))
 		uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory keeping a connection");
+	return true;
+}
+
+void rdv_cm_hub_conn(struct uroce_rdv *r, struct conn *c, size_t n)
+{
+	if (!apply_conn_msg(r, n, &c->cm))
+		rdv_protocol_error(c, "a short CONN");
 }
 
 /* The kernel disconnects a killed process's connections: so does the host for it. */
@@ -463,16 +469,8 @@ void rdv_cm_hub_joined(struct uroce_rdv *r, struct conn *c)
 
 void rdv_cm_process_conn(struct uroce_rdv *r, size_t n)
 {
-	const struct rdv_conn_msg *m = (const struct rdv_conn_msg *)r->buf;
-	struct uroce_cm_conn cc;
-
-	if (n < sizeof(*m)) {
+	if (!apply_conn_msg(r, n, &r->hub_conns))
 		uroce_log(UROCE_LOG_ERROR, "rendezvous: ignoring a short CONN from the hub");
-		return;
-	}
-	cc = conn_of(m);
-	if (conns_apply(&r->hub_conns, m->up, &cc))
-		uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory keeping a connection");
 }
 
 void rdv_cm_old_hub_gone(struct uroce_rdv *r, bool took_over)

@@ -22,17 +22,16 @@ static void run_idle(void)
 	cr_assert_eq(sim_run(p.s, UINT64_MAX), SIM_IDLE, "%s", p.s->fail);
 }
 
-/* Lose the second READ response packet once. */
+/* Lose the READ response packet whose number (from 1) filter_arg holds, once. */
 static uint32_t read_resp_seen;
 
-static bool lose_second_read_resp(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+static bool lose_read_resp(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
 {
 	uint8_t op = pkt->bth.opcode & 0x1F;
 
-	(void)arg;
 	(void)from;
 	if (op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_READ_RESP_ONLY)
-		return ++read_resp_seen != 2;
+		return ++read_resp_seen != (uintptr_t)arg;
 	return true;
 }
 
@@ -49,7 +48,8 @@ Test(sim_regress, read_response_loss_costs_one_retry)
 	c.mtu = IBV_MTU_256;
 	read_resp_seen = 0;
 	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 1, 1 << 16);
-	p.s->filter = lose_second_read_resp;
+	p.s->filter = lose_read_resp;
+	p.s->filter_arg = (void *)(uintptr_t)2;
 	sim_fill(p.bbuf, 10 * 256, 7);
 	cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_READ, p.abuf, 10 * 256, p.akey, (uintptr_t)p.bbuf,
 			      p.bkey, IBV_SEND_SIGNALED),
@@ -251,17 +251,6 @@ Test(sim_regress, work_queue_counters_wrap)
 	}
 }
 
-static bool lose_fourth_read_resp(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
-{
-	uint8_t op = pkt->bth.opcode & 0x1F;
-
-	(void)arg;
-	(void)from;
-	if (op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_READ_RESP_ONLY)
-		return ++read_resp_seen != 4;
-	return true;
-}
-
 /*
  * The responder's READ resources likewise: 3 of them (max_dest_rd_atomic), their counters
  * crossing 2^32. The answer to the READ of counter 2^32 - 1 is lost: its retry must find that
@@ -276,7 +265,8 @@ Test(sim_regress, read_resource_counters_wrap)
 	c.retry_cnt = 2;
 	read_resp_seen = 0;
 	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 8, 4096);
-	p.s->filter = lose_fourth_read_resp;
+	p.s->filter = lose_read_resp;
+	p.s->filter_arg = (void *)(uintptr_t)4;
 	p.b->core.resp.res_head = p.b->core.resp.res_tail = p.b->core.resp.res_fresh = start;
 	sim_fill(p.bbuf, 9 * 64, 9);
 	for (int round = 0, k = 0; round < 3; round++, k += 3) {
