@@ -167,7 +167,6 @@ static int receive_some(int fd, struct mmsghdr *msgs, unsigned int want)
  * A socket that had datagrams at its last receive (a stream) is received in batches of
  * RX_BATCH until empty.
  */
-
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
 {
 	struct udp_slot *s = &p->udp[slot];

@@ -80,6 +80,13 @@ void rdv_conn_send(struct conn *c, const void *msg, size_t len)
 	}
 }
 
+void rdv_broadcast(struct uroce_rdv *r, const struct conn *skip, const void *msg, size_t len)
+{
+	for (struct conn *c = r->conns; c; c = c->next)
+		if (c != skip && c->token)
+			rdv_conn_send(c, msg, len);
+}
+
 /* Not hub: a message to the hub. If it has gone, its EOF starts the takeover. */
 void rdv_up_send(struct uroce_rdv *r, const void *msg, size_t len)
 {
@@ -197,9 +204,7 @@ static void set_owner(struct uroce_rdv *r, uint32_t block, uint64_t token, const
 	r->owner[block] = token;
 	atomic_store_explicit(&r->ports[block], pack_ports(ports), memory_order_relaxed);
 	r->route[block] = route;
-	for (struct conn *c = r->conns; c; c = c->next)
-		if (c != skip && c->token)
-			rdv_conn_send(c, &m, sizeof(m));
+	rdv_broadcast(r, skip, &m, sizeof(m));
 }
 
 /* The next free block after the last one handed out. */

@@ -572,11 +572,10 @@ void rdv_cm_serve(struct uroce_rdv *r)
 		/* Kept for a new hub; the hub's own are told to the others (rdv_cm_hub_joined). */
 		if (conns_apply(&r->my_conns, note->msg.up, &cc))
 			uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory");
-		if (!r->hub)
+		if (r->hub)
+			rdv_broadcast(r, NULL, &note->msg, sizeof(note->msg));
+		else
 			rdv_up_send(r, &note->msg, sizeof(note->msg));
-		for (struct conn *c = r->hub ? r->conns : NULL; c; c = c->next)
-			if (c->token)
-				rdv_conn_send(c, &note->msg, sizeof(note->msg));
 		free(note);
 	}
 	r->notes_tail = &r->notes;

@@ -132,6 +132,9 @@ static inline struct rdv_hdr rdv_header(enum rdv_type type)
 /* Hub: a control message to @c; a process that cannot take it is dropped (it will rejoin). */
 void rdv_conn_send(struct conn *c, const void *msg, size_t len);
 
+/* Hub: the same to every process that has said HELLO but @skip (NULL: none). */
+void rdv_broadcast(struct uroce_rdv *r, const struct conn *skip, const void *msg, size_t len);
+
 /* Not hub: a message to the hub. If it has gone, its EOF starts the takeover. */
 void rdv_up_send(struct uroce_rdv *r, const void *msg, size_t len);
 

@@ -287,22 +287,24 @@ static struct uroce_cq *cq_create(struct ibv_context *context, int cqe, void *cq
 {
 	struct uroce_cq *cq;
 	struct ibv_cq_ex *x;
+	uint32_t ring;
 
 	if (cqe < 1 || cqe > UROCE_MAX_CQE || comp_vector < 0 ||
 	    comp_vector >= context->num_comp_vectors) {
 		errno = EINVAL;
 		return NULL;
 	}
+	ring = roce_ring_size((uint32_t)cqe);
 	cq = calloc(1, sizeof(*cq));
 	if (cq)
-		cq->ring = calloc(roce_ring_size(cqe), sizeof(*cq->ring));
+		cq->ring = calloc(ring, sizeof(*cq->ring));
 	if (!cq || !cq->ring) {
 		free(cq);
 		errno = ENOMEM;
 		return NULL;
 	}
 	cq->slots = cqe;
-	cq->mask = roce_ring_size(cqe) - 1;
+	cq->mask = ring - 1;
 	cq->wc_flags = wc_flags;
 	cq->flags = flags;
 	cq->channel = channel ? to_uchannel(channel) : NULL;
@@ -375,11 +377,12 @@ UROCE_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct uroce_cq *cq = to_ucq(ibcq);
 	struct uroce_cqe *ring;
-	uint32_t used;
+	uint32_t used, size;
 
 	if (cqe < 1 || cqe > UROCE_MAX_CQE)
 		return EINVAL;
-	ring = calloc(roce_ring_size(cqe), sizeof(*ring));
+	size = roce_ring_size((uint32_t)cqe);
+	ring = calloc(size, sizeof(*ring));
 	if (!ring)
 		return ENOMEM;
 	pthread_mutex_lock(&cq->lock);
@@ -395,7 +398,7 @@ UROCE_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	free(cq->ring);
 	cq->ring = ring;
 	cq->slots = cqe;
-	cq->mask = roce_ring_size(cqe) - 1;
+	cq->mask = size - 1;
 	cq->tail = 0;
 	cq->head = used;
 	count_ready(cq);
