@@ -98,6 +98,7 @@ int cm_conn_connect(struct cm_conn *c, const struct cm_req *req, uint64_t tid, u
 	m->u.req = *req;
 	m->u.req.local_comm_id = c->local_id;
 	c->local_qpn = req->local_qpn;
+	c->rq_psn = req->starting_psn;
 	c->timing.remote_response_timeout = req->remote_cm_response_timeout;
 	c->timing.max_cm_retries = req->max_cm_retries;
 	c->state = CM_REQ_SENT;
@@ -113,6 +114,7 @@ int cm_conn_accept_req(struct cm_conn *c, const struct cm_msg *m, uint64_t now)
 	c->tid = m->hdr.tid;
 	c->remote_id = m->u.req.local_comm_id;
 	c->remote_qpn = m->u.req.local_qpn;
+	c->sq_psn = m->u.req.starting_psn;
 	/* The REP is repeated at the REQ sender's own response time, its retry count (§4.9). */
 	c->timing.remote_response_timeout = m->u.req.local_cm_response_timeout;
 	c->timing.max_cm_retries = m->u.req.max_cm_retries;
@@ -132,6 +134,7 @@ int cm_conn_rep(struct cm_conn *c, const struct cm_rep *rep, uint64_t now)
 	m->u.rep.local_comm_id = c->local_id;
 	m->u.rep.remote_comm_id = c->remote_id;
 	c->local_qpn = rep->local_qpn;
+	c->rq_psn = rep->starting_psn;
 	c->state = CM_REP_SENT;
 	expect_answer(c, cm_timeout_ns(c->timing.remote_response_timeout), c->timing.max_cm_retries,
 		      now);
@@ -259,6 +262,7 @@ static bool read_rep(struct cm_conn *c, const struct cm_msg *m)
 		return false;
 	c->remote_id = m->u.rep.local_comm_id;
 	c->remote_qpn = m->u.rep.local_qpn;
+	c->sq_psn = m->u.rep.starting_psn;
 	c->state = CM_REP_RCVD;
 	c->deadline = 0;
 	push_event(c, CM_EV_REP, m);

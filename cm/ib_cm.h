@@ -75,6 +75,14 @@ struct cm_conn {
 	uint32_t local_id, remote_id;
 	uint64_t tid;
 	uint32_t local_qpn, remote_qpn; /* a DREQ names the receiver's QPN */
+	/*
+	 * The QP's PSNs, as ib_cm keeps them (cm_id_priv->rq_psn/sq_psn): a REQ's or REP's
+	 * Starting PSN is its sender's receive PSN, so the side that sends it receives at it and
+	 * its peer sends from it (ib_send_cm_req and ib_send_cm_rep set rq_psn from their own
+	 * message; cm_req_handler and cm_rep_handler set sq_psn from the peer's). PROTOCOL.md
+	 * §3.1; the kernel-rxe capture rping.pcap shows it.
+	 */
+	uint32_t rq_psn, sq_psn;
 	uint32_t ece_options; /* ECE: the attribute modifier of the REQ or REP this side sends */
 	struct cm_timing timing;
 

@@ -11,6 +11,7 @@ UDP_PORT is the RoCEv2 port of the captures (default 4791, which tshark decodes 
 Run with /usr/bin/python3: the python3 on PATH has no scapy.
 """
 import collections
+import os
 import subprocess
 import sys
 
@@ -35,8 +36,11 @@ REJECT_TEXT = b"uroce-sample: not today, thanks\0"
 
 FIELDS = ("eth.type", "infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn",
           "infiniband.aeth.syndrome", "infiniband.mad.attributeid", "infiniband.cm.rej.reason",
-          "infiniband.cm.rej.private", "_ws.malformed", "_ws.expert.severity")
-Frame = collections.namedtuple("Frame", "eth op qp psn syn attr reason private broken")
+          "infiniband.cm.rej.private", "_ws.malformed", "_ws.expert.severity",
+          "infiniband.cm.req.localqpn", "infiniband.cm.req.startpsn",
+          "infiniband.cm.rep.localqpn", "infiniband.cm.rep.startpsn", "ip.src", "ipv6.src")
+Frame = collections.namedtuple(
+    "Frame", "eth op qp psn syn attr reason private broken cm_qpn cm_psn src")
 # Wireshark's expert severity "error" (PI_ERROR): malformed or impossible fields.
 PI_ERROR = 0x00800000
 
@@ -67,7 +71,10 @@ def frames(path, port):
         severities = [int(x) for x in v[9].split(",") if x]
         broken = bool(v[8]) or any(x >= PI_ERROR for x in severities)
         priv = bytes.fromhex(v[7].split(",")[0]) if v[7] else b""
-        out.append(Frame(*[number(x) for x in v[:7]], priv, broken))
+        cm_qpn = number(v[10]) if v[10] else number(v[12])
+        cm_psn = number(v[11]) if v[11] else number(v[13])
+        src = v[14] or v[15]
+        out.append(Frame(*[number(x) for x in v[:7]], priv, broken, cm_qpn, cm_psn, src))
     return out
 
 
@@ -83,6 +90,27 @@ def requests_by_psn(fs, ops):
 def need(cond, path, what):
     if not cond:
         fail(f"{path}: {what}")
+
+
+def check_starting_psns(path, fs):
+    """A REQ's or REP's Starting PSN is its sender's receive PSN (PROTOCOL.md §3.1, as the
+    kernel-rxe capture rping.pcap shows): the first request the active side (the REQ's
+    sender) sends to the REP's QP carries the REP's Starting PSN, and the first the passive
+    side sends to the REQ's QP the REQ's. Sides are told apart by address, since two hosts
+    may number their QPs alike (on one address, the QP numbers alone)."""
+    req = next((f for f in fs if f.attr == REQ), None)
+    rep = next((f for f in fs if f.attr == REP), None)
+    if req is None or rep is None:
+        return
+    for cm, name, sender in ((rep, "REP", req.src), (req, "REQ", rep.src)):
+        first = next((f for f in fs if f.op is not None and f.qp == cm.cm_qpn
+                      and (f.src == sender or req.src == rep.src)
+                      and f.op & 0x1F in REQUESTS), None)
+        if first is None:
+            continue  # that side sent no request (an XRC target only answers)
+        need(first.psn == cm.cm_psn, path,
+             f"the first request to QP {cm.cm_qpn:#x} carries PSN {first.psn:#x}, "
+             f"not the {name}'s Starting PSN {cm.cm_psn:#x}")
 
 
 def check_rc_ops(path, fs):
@@ -184,6 +212,7 @@ def check(path, port, what):
     need(not bad, path, f"malformed frames (or errors) in tshark: {bad}")
     need(all(f.op is not None for f in fs), path, "a frame tshark does not decode as RoCE")
     n = verify_pcap(path, want_valid=True)
+    check_starting_psns(path, fs)
     what(path, fs)
     print(f"ok: {path}: {len(fs)} frames, {n} ICRCs verified, shows what it is for")
 
@@ -194,6 +223,11 @@ def main():
     require_scapy()
     port = int(sys.argv[2]) if len(sys.argv) == 3 else 4791
     bind_roce_port(port)
+    # The Starting PSN rule is Linux's: the kernel-rxe captures must pass it too.
+    for name in ("rping", "ucma"):
+        path = os.path.join(os.path.dirname(__file__), "..", "vectors", "kernel-rxe",
+                            f"{name}.pcap")
+        check_starting_psns(path, frames(path, 4791))
     for name, what in SAMPLES.items():
         check(f"{sys.argv[1]}/{name}.pcap", port, what)
 

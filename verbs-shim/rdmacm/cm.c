@@ -47,7 +47,12 @@ struct cma_conn {
 	struct cm_conn cm;
 	struct cma_id *id; /* NULL once the id is destroyed */
 	uint8_t sgid[16], dgid[16];
-	uint32_t my_psn, peer_qpn, peer_psn;
+	/*
+	 * rdma_cm's seq_num: the Starting PSN of the REQ or REP this side sends, which is the PSN
+	 * it receives at (its QP's rq_psn); the PSN it sends from is the peer's, kept by the pure
+	 * CM (cm.sq_psn).
+	 */
+	uint32_t my_psn, peer_qpn;
 	uint8_t responder_resources, initiator_depth, retry_count, rnr_retry, path_mtu;
 	uint8_t tos;     /* the path's traffic class: the IP TOS of its MADs and its QP's packets */
 	bool announced;  /* the host knows it established (mad.h uroce_cm_conn_state) */
@@ -200,7 +205,8 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 			return ENODEV;
 		a->path_mtu = (enum ibv_mtu)c->path_mtu;
 		a->dest_qp_num = c->peer_qpn;
-		a->rq_psn = c->peer_psn;
+		/* rdma_init_qp_attr's RTR rq_psn is the id's own seq_num, even before the REP. */
+		a->rq_psn = c->my_psn;
 		memset(&a->ah_attr, 0, sizeof(a->ah_attr));
 		a->ah_attr.is_global = 1;
 		a->ah_attr.port_num = id->port_num;
@@ -222,7 +228,7 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 		}
 		return 0;
 	case IBV_QPS_RTS:
-		a->sq_psn = c->my_psn;
+		a->sq_psn = c->cm.sq_psn;
 		a->timeout = c->id->ack_timeout_set ? c->id->ack_timeout : LOCAL_ACK_TIMEOUT;
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
 		/* A requester's (cm_init_qp_rts_attr): not an XRC target's, which only answers. */
@@ -321,7 +327,6 @@ static void deliver(struct cma_conn *c)
 					     ev.msg.u.rep.vendor_id[2],
 				.options = ev.msg.hdr.attr_mod};
 			c->peer_qpn = ev.msg.u.rep.local_qpn;
-			c->peer_psn = ev.msg.u.rep.starting_psn;
 			c->rnr_retry = ev.msg.u.rep.rnr_retry_count;
 			p.qp_num = c->peer_qpn;
 			if (!id->qp) {
@@ -607,7 +612,6 @@ static void on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 		return;
 	index_peer(c, req->local_comm_id);
 	c->peer_qpn = req->local_qpn;
-	c->peer_psn = req->starting_psn;
 	c->responder_resources = req->initiator_depth; /* what the peer will read from us */
 	c->initiator_depth = req->responder_resources;
 	c->retry_count = req->retry_count;
