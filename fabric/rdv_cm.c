@@ -197,20 +197,27 @@ static void held_apply(struct uroce_rdv *r, enum uroce_service_op op, const stru
 		remove_at(r->held, &r->nheld, e);
 }
 
-/* Hub: the listener for service @sid at @dgid: an exact address before a wildcard. */
-static struct rdv_svc *listener(struct uroce_rdv *r, uint64_t sid, const uint8_t dgid[16])
+/*
+ * Hub: the listener for service @sid at @dgid: an exact address before a wildcard. *@served
+ * says whether anyone listens on the service at all, at any address.
+ */
+static struct rdv_svc *listener(struct uroce_rdv *r, uint64_t sid, const uint8_t dgid[16],
+				bool *served)
 {
 	struct rdv_svc *wild = NULL;
 	enum cm_port_space ps;
 	uint16_t port;
 
+	*served = false;
 	if (!cm_service_split(sid, &ps, &port))
 		return NULL;
 	for (uint32_t i = 0; i < r->ndir; i++) {
 		struct rdv_svc *e = &r->dir[i];
 
-		if (!e->listening || e->svc.ps != ps || e->svc.port != port ||
-		    !overlap(e->svc.gid, dgid))
+		if (!e->listening || e->svc.ps != ps || e->svc.port != port)
+			continue;
+		*served = true;
+		if (!overlap(e->svc.gid, dgid))
 			continue;
 		if (!memcmp(e->svc.gid, dgid, 16))
 			return e;
@@ -283,6 +290,7 @@ enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx
 	struct rdv_svc *l;
 	uint8_t answer[CM_MAD_LEN];
 	uint32_t tag;
+	bool served = false;
 
 	/* Not a MAD a GSI takes: this process's GSI counts and drops it. */
 	if (!mad)
@@ -292,11 +300,18 @@ enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx
 	case CM_ROUTE_NONE:
 		return UROCE_RDV_DELIVER;
 	case CM_ROUTE_SERVICE:
-		l = listener(r, route.service_id, rx->ip.dgid);
+		l = listener(r, route.service_id, rx->ip.dgid, &served);
 		if (l)
 			return to(r, l->owner, rx);
 		if (rx->now < r->hold_until && hold_request(r, rx))
 			return UROCE_RDV_HELD;
+		/*
+		 * Someone listens on the service, but not at this address (or family): the
+		 * kernel's ib_cm finds its listener by service ID, rdma_cm's cma_ib_req_handler
+		 * then finds no id for the address and fails, and ib_cm's cm_destroy_id answers
+		 * REJ "consumer defined" (28), or a SIDR_REP "rejected" (2). Nobody at all: REJ
+		 * "invalid service ID" (8) below (cm_match_req's cm_issue_rej).
+		 */
 		break;
 	case CM_ROUTE_COMM_ID:
 		tag = cm_comm_tag(route.comm_id);
@@ -310,7 +325,8 @@ enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx
 			return UROCE_RDV_UNKNOWN;
 		break;
 	}
-	if (!cm_answer_unclaimed(mad, CM_MAD_LEN, answer))
+	if (served ? !cm_refuse_request(mad, CM_MAD_LEN, CM_REJ_CONSUMER, CM_SIDR_REJECT, answer)
+		   : !cm_answer_unclaimed(mad, CM_MAD_LEN, answer))
 		return UROCE_RDV_UNKNOWN;
 	/* From the address the MAD came to, as the kernel's GSI answers. */
 	r->ops->send_mad(r->arg, rx->ip.dgid, rx->ip.sgid, rx->ip.tos, answer);

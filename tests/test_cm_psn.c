@@ -20,8 +20,8 @@
 struct seen {
 	struct cm_msg req, rep;
 	bool have_req, have_rep;
-	uint8_t active_ip[4];       /* the REQ's IPv4 source */
-	uint32_t first_psn[2];      /* [0] the active side's first request, [1] the passive's */
+	uint8_t active_ip[4];  /* the REQ's IPv4 source */
+	uint32_t first_psn[2]; /* [0] the active side's first request, [1] the passive's */
 	uint8_t first_opcode[2];
 	bool have_first[2];
 };

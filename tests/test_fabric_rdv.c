@@ -251,13 +251,20 @@ static void conn_note(int fd, bool up, uint32_t local_id, uint32_t remote_id)
 }
 
 /* The hub sends a CM message to QP 1 of this host (127.0.0.1 -> 127.0.0.1). */
-static void send_cm(struct cm_msg *m)
+/* The hub sends @m from and to @gid. */
+static void send_cm_at(struct cm_msg *m, const uint8_t gid[16])
 {
-	static const uint8_t lo[16] = {[10] = 0xff, 0xff, 127, 0, 0, 1};
 	uint8_t mad[CM_MAD_LEN];
 
 	cr_assert_eq(cm_encode(m, mad), CM_MAD_LEN);
-	cr_assert_eq(uroce_net_send_mad(net, lo, lo, 0, 64, mad), 0);
+	cr_assert_eq(uroce_net_send_mad(net, gid, gid, 0, 64, mad), 0);
+}
+
+static void send_cm(struct cm_msg *m)
+{
+	static const uint8_t lo[16] = {[10] = 0xff, 0xff, 127, 0, 0, 1};
+
+	send_cm_at(m, lo);
 }
 
 /* The hub's own GSI got MAD number @n (waiting for it); it decodes into @m. */
@@ -283,7 +290,8 @@ static void open_24833(void)
 
 /*
  * The CM directory: a (fake) process binds and listens; the hub routes a REQ to it by service
- * ID and a REP by the tag of its comm ID, answers a REQ nobody listens for with REJ 8 and a
+ * ID and a REP by the tag of its comm ID, answers a REQ nobody listens for with REJ 8, a REQ
+ * for the listener's service at an address it does not listen on with REJ 28, and a
  * DREQ for nobody with DREP (both to the hub itself, whose comm IDs they carry), refuses
  * overlapping bindings, and when the process dies sends a DREQ for each connection it had
  * established and frees its bindings.
@@ -345,13 +353,24 @@ Test(rdv, cm_directory_binds_and_routes, .init = open_24833, .fini = close_hub)
 	cr_assert_eq(m.hdr.tid, 3);
 	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
 	cr_assert_eq(m.u.rej.remote_comm_id, cm_comm_id(hub_tag, 10));
+	/* REQ to the listener's service at ::1, where it does not listen: REJ 28, as the
+	 * kernel's rdma_cm answers when no id of the service matches the address. */
+	memset(&m, 0, sizeof(m));
+	m.hdr = cm_hdr(CM_ATTR_REQ, 5);
+	m.u.req.local_comm_id = cm_comm_id(hub_tag, 13);
+	m.u.req.service_id = cm_service_id(CM_PS_TCP, 0x4853);
+	send_cm_at(&m, (const uint8_t[16]){[15] = 1});
+	hub_got(2, &m);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_REJ);
+	cr_assert_eq(m.hdr.tid, 5);
+	cr_assert_eq(m.u.rej.reason, CM_REJ_CONSUMER);
 	/* DREQ for a block nobody holds: DREP. */
 	memset(&m, 0, sizeof(m));
 	m.hdr = cm_hdr(CM_ATTR_DREQ, 4);
 	m.u.dreq.local_comm_id = cm_comm_id(hub_tag, 11);
 	m.u.dreq.remote_comm_id = cm_comm_id((block + 100) % UROCE_QPN_BLOCKS, 12);
 	send_cm(&m);
-	hub_got(2, &m);
+	hub_got(3, &m);
 	cr_assert_eq(m.hdr.attr_id, CM_ATTR_DREP);
 	cr_assert_eq(m.u.drep.remote_comm_id, cm_comm_id(hub_tag, 11));
 
@@ -362,14 +381,14 @@ Test(rdv, cm_directory_binds_and_routes, .init = open_24833, .fini = close_hub)
 	conn_note(fd, false, cm_comm_id(block, 22), cm_comm_id(hub_tag, 23));
 	usleep(50000);
 	close(fd);
-	hub_got(3, &m);
+	hub_got(4, &m);
 	cr_assert_eq(m.hdr.attr_id, CM_ATTR_DREQ);
 	cr_assert_eq(m.u.dreq.local_comm_id, cm_comm_id(block, 20));
 	cr_assert_eq(m.u.dreq.remote_comm_id, cm_comm_id(hub_tag, 21));
 	cr_assert_eq(m.u.dreq.remote_qpn, 0x99);
 	usleep(200000);
 	pthread_mutex_lock(&lock);
-	cr_assert_eq(hub_got_qp1, 3, "a DREQ for the connection that was closed");
+	cr_assert_eq(hub_got_qp1, 4, "a DREQ for the connection that was closed");
 	pthread_mutex_unlock(&lock);
 
 	/* Its port is free for the hub. */
