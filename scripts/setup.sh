@@ -14,6 +14,9 @@ PACKAGES=(
 	libcriterion-dev tshark python3-scapy iproute2 nftables
 	# backtraces of a test program that hangs (tests/shim/bounded.sh)
 	gdb
+	# interop suite: boot Debian's kernel with rdma_rxe in qemu (TCG) from a busybox initramfs
+	# (tests/interop/: the kernel itself comes from tests/interop/fetch-kernel.sh below)
+	qemu-system-x86 busybox-static cpio kmod xz-utils tcpdump iputils-ping
 )
 
 missing=()
@@ -22,20 +25,25 @@ for p in "${PACKAGES[@]}"; do
 		missing+=("$p")
 	fi
 done
-if ((${#missing[@]} == 0)); then
-	echo "setup: all ${#PACKAGES[@]} packages present"
-	exit 0
-fi
 
 SUDO=()
 if ((EUID != 0)); then
-	command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+	command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install packages and fetch the interop kernel" >&2; exit 1; }
 	SUDO=(sudo)
 fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-# tshark asks whether non-root users may capture; answer no without a prompt.
-echo "wireshark-common wireshark-common/install-setuid boolean false" | "${SUDO[@]}" debconf-set-selections
-"${SUDO[@]}" apt-get update -qq
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "setup: done"
+if ((${#missing[@]} == 0)); then
+	echo "setup: all ${#PACKAGES[@]} packages present"
+else
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	# tshark asks whether non-root users may capture; answer no without a prompt.
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | "${SUDO[@]}" debconf-set-selections
+	"${SUDO[@]}" apt-get update -qq
+	"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	echo "setup: done"
+fi
+
+# The interop suite's guest kernel (Debian's linux-image-6.1.0-NN-amd64-unsigned): downloaded
+# and unpacked into /var/cache/uroce-interop, not installed; reused when already there.
+"${SUDO[@]}" "$(dirname "${BASH_SOURCE[0]}")/../tests/interop/fetch-kernel.sh" >/dev/null
+echo "setup: interop kernel ready"
