@@ -240,8 +240,9 @@ class Matrix:
         srv = self.fill(case.server, server_side, case, server_side)
         cli = self.fill(case.client, client_side, case, server_side)
         pcap = os.path.join(work, f"{label.replace(':', '_')}.pcap")
-        cap = subprocess.Popen(["ip", "netns", "exec", self.vm.fabric.ns, "tcpdump", "-i", "br0", "--immediate-mode",
-                                "-U", "-w", pcap, "udp port 4791"],
+        # --immediate-mode: frames reach the file as they come, not in blocks a stop can lose
+        cap = subprocess.Popen(["ip", "netns", "exec", self.vm.fabric.ns, "tcpdump", "-i", "br0",
+                                "--immediate-mode", "-U", "-w", pcap, "udp port 4791"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         # tcpdump says "listening on" once its socket is open: nothing is missed after that
         for line in cap.stderr:
