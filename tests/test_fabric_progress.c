@@ -244,7 +244,9 @@ Test(progress, epoll_polling_thread_receives)
 /*
  * A polling thread receives on every socket, not only the one that last brought datagrams:
  * datagrams alternate between two sockets, one at a time, each received before the next is
- * sent, while the thread keeps polling (so the progress thread never takes the sockets back).
+ * sent, each sent while the polling thread holds the sockets. A poller descheduled past the
+ * idle window loses them to the progress thread (which then receives), so before each send
+ * the thread polls until it holds them again.
  */
 static void polling_thread_receives_on_every_socket(enum uroce_backend backend)
 {
@@ -260,6 +262,8 @@ static void polling_thread_receives_on_every_socket(enum uroce_backend backend)
 		n = uroce_progress_poll(p);
 	cr_assert_geq(n, 0, "the progress thread never handed the sockets over");
 	for (time_t end = time(NULL) + 10; sent < 40 && time(NULL) < end; sent++) {
+		while (uroce_progress_poll(p) < 0 && time(NULL) < end)
+			;
 		send_to(sent & 1 ? sock2.port : sock.port, 1);
 		while (atomic_load(&received) < 1 + sent && time(NULL) < end)
 			uroce_progress_poll(p);
