@@ -10,5 +10,5 @@ if(NOT UROCE_SANITIZE AND NOT UROCE_FUZZ)
     COMMAND ${UROCE_ORACLE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/interop/matrix.py
             --bin ${CMAKE_BINARY_DIR}/bin --ns uroce-ix-matrix)
   set_tests_properties(interop_matrix PROPERTIES LABELS "interop;integration" TIMEOUT 1500
-                       RESOURCE_LOCK interop_vm ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
+                       RESOURCE_LOCK interop_vm RUN_SERIAL TRUE ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
 endif()
