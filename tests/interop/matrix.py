@@ -176,6 +176,7 @@ class Matrix:
     def __init__(self, vm, bin_dir, keep):
         self.vm, self.bin, self.keep = vm, bin_dir, keep
         self.gids = {}  # (side, family) -> index
+        self.runs = 0  # numbers each run's files in the work folder
 
     # --- the two sides ---------------------------------------------------------------
     def addr(self, side, family):
@@ -242,7 +243,9 @@ class Matrix:
         label = f"{case.name}:{server_side}-server"
         srv = self.fill(case.server, server_side, case, server_side)
         cli = self.fill(case.client, client_side, case, server_side)
-        pcap = os.path.join(work, f"{label.replace(':', '_')}.pcap")
+        self.runs += 1
+        stem = os.path.join(work, f"{self.runs:03d}-{label.replace(':', '_')}")
+        pcap = stem + ".pcap"
         # --immediate-mode: frames reach the file as they come, not in blocks a stop can lose
         cap = subprocess.Popen(["ip", "netns", "exec", self.vm.fabric.ns, "tcpdump", "-i", "br0",
                                 "--immediate-mode", "-U", "-w", pcap, "udp port 4791"],
@@ -251,7 +254,7 @@ class Matrix:
         for line in cap.stderr:
             if "listening on" in line:
                 break
-        host_out = os.path.join(work, f"{label.replace(':', '_')}.host.out")
+        host_out = stem + ".host.out"
         env = dict(os.environ, UROCE_LOG="info")
         host_job = None
         t0 = time.monotonic()
@@ -400,6 +403,8 @@ def main():
     ap.add_argument("--keep", help="keep captures and outputs in this folder")
     ap.add_argument("--ns", default=vmlib.DEFAULT_NS, help="the network namespace's name")
     ap.add_argument("--smp", type=int, default=2, help="the VM's vCPUs")
+    ap.add_argument("--server", choices=("rxe", "uroce"), help="only runs with this side as server")
+    ap.add_argument("--repeat", type=int, default=1, help="run each case this many times")
     args = ap.parse_args()
     cases = [c for c in CASES if not args.only or re.search(args.only, c.name)]
     if args.list:
@@ -421,16 +426,25 @@ def main():
     require()
     work = args.keep or tempfile.mkdtemp(prefix="uroce-interop-")
     os.makedirs(work, exist_ok=True)
-    passed = failed = not_run = 0
+    passed = failed = not_run = flaky = 0
     try:
         with vmlib.VM(smp=args.smp, ns=args.ns) as vm:
             m = Matrix(vm, os.path.abspath(args.bin), work)
-            for c in cases:
-                for server_side in ("rxe", "uroce"):
+            for c in [c for c in cases for _ in range(args.repeat)]:
+                for server_side in (args.server,) if args.server else ("rxe", "uroce"):
                     for _ in range(RACE_RUNS):
                         ok = m.run(c, server_side, work)
                         if ok is not None:
                             break
+                    if ok is False:
+                        # Once more, said loudly: an intermittent failure is a bug to chase
+                        # (docs/INTEROP.md lists the open ones), and one that comes back twice
+                        # in a row fails the suite.
+                        ok = m.run(c, server_side, work)
+                        if ok:
+                            print(f"FLAKY {c.name}:{server_side}-server: failed, then passed "
+                                  "(docs/INTEROP.md)", flush=True)
+                            flaky += 1
                     if ok is None:
                         # every run lost to perftest itself (perftest_lost): no verdict on
                         # either stack, said as such, and no run that completed went wrong
@@ -449,6 +463,8 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     if not_run:
         print(f"{not_run} not run (each named above, with the reason)")
+    if flaky:
+        print(f"{flaky} failed once and passed when run again (each named FLAKY above)")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
