@@ -6,9 +6,27 @@
 # the release tree only: system programs cannot load a ThreadSanitizer build, and the
 # sanitizer trees would only run the same wire twice more.
 if(NOT UROCE_SANITIZE AND NOT UROCE_FUZZ)
+  # ix_scenario runs on both stacks: linked against Debian's rdma-core (libibverbs-dev,
+  # librdmacm-dev), it runs as it is in the VM and under uroce-run on the host.
+  find_library(UROCE_SYSTEM_IBVERBS ibverbs REQUIRED)
+  find_library(UROCE_SYSTEM_RDMACM rdmacm REQUIRED)
+  add_executable(ix_scenario interop/ix_scenario.c)
+  target_link_libraries(ix_scenario PRIVATE ${UROCE_SYSTEM_RDMACM} ${UROCE_SYSTEM_IBVERBS})
   add_test(NAME interop_matrix
     COMMAND ${UROCE_ORACLE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/interop/matrix.py
             --bin ${CMAKE_BINARY_DIR}/bin --ns uroce-ix-matrix)
   set_tests_properties(interop_matrix PROPERTIES LABELS "interop;integration" TIMEOUT 1500
+                       RESOURCE_LOCK interop_vm RUN_SERIAL TRUE ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
+endif()
+
+# Same behaviour, not only same bytes (interop/behaviour.py): seven scenarios (RNR, go-back-N,
+# a lost READ response, ACK coalescing, a retried atomic, DREQ on exit, REJ) between rxe and
+# rxe, uroce and uroce, and across, on two VMs and two namespace hosts; each exchange is
+# checked against the spec's rule and printed beside the others.
+if(NOT UROCE_SANITIZE AND NOT UROCE_FUZZ)
+  add_test(NAME interop_behaviour
+    COMMAND ${UROCE_ORACLE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/interop/behaviour.py
+            --bin ${CMAKE_BINARY_DIR}/bin --ns uroce-ix-beh)
+  set_tests_properties(interop_behaviour PROPERTIES LABELS "interop;integration" TIMEOUT 900
                        RESOURCE_LOCK interop_vm RUN_SERIAL TRUE ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
 endif()

@@ -332,6 +332,11 @@ class Matrix:
                 cap.kill()
                 cap.wait()
         seconds = time.monotonic() - t0
+        if self.keep:  # both sides' words, for a run that has to be explained later
+            with open(stem + ".outputs.txt", "w") as f:
+                f.write(f"server ({server_side}) exit {server_rc}: {srv}\n{server_out or ''}\n"
+                        f"client ({client_side}) exit {client_rc}: {cli}\n{client_out or ''}\n"
+                        f"verdict: {'; '.join(why) or 'ok'} ({seconds:.1f} s)\n")
         lost = why and case.check and case.check.startswith("perftest") and \
             perftest_lost(case, client_out or "", server_out or "")
         if lost:

@@ -223,7 +223,9 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 		/* A responder's (ib_cm's cm_init_qp_rtr_attr): not an XRC initiator's. */
 		if (id->qp_type != IBV_QPT_XRC_SEND) {
 			a->max_dest_rd_atomic = c->responder_resources ? c->responder_resources : 1;
-			a->min_rnr_timer = 12; /* 0.64 ms, as rxe's default */
+			/* 0 (655.36 ms, IBA table 45), as ib_cm's cm_init_qp_rtr_attr sets
+			 * it: the RNR NAKs of an rdma_cm QP on Linux carry timer 0. */
+			a->min_rnr_timer = 0;
 			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		}
 		return 0;
