@@ -137,7 +137,8 @@ def table(results, systems, spec):
     if not xs:
         return []
     here = [sy for sy in systems if any(planned(section, x, sy) for x in xs)]
-    ratios = [("uroce", b) for b in ("udp", "udp-uring", "tcp", "hardware") if b in here]
+    ratios = [("uroce", b) for b in ("udp", "udp-uring", "tcp", "hardware")
+              if b in here and "uroce" in here]
     head = [xname] + [NAMES[sy] for sy in here] + [f"uroce / {NAMES[b]}" for _, b in ratios]
     out = [f"## {title}", "", what, "", "| " + " | ".join(head) + " |",
            "|" + "---|" * len(head)]

@@ -3,8 +3,9 @@
 """uroce-bench: how uroce compares, on this machine, to the RDMA hardware it has and to the
 kernel's UDP and TCP paths, in one run.
 
-usage: uroce-bench [--quick] [--reps N] [--out DIR] [--sections LIST]
-                   [--hw-device DEV --hw-gid N --hw-addr IP] [--udp-port N] [--tcp-port N]
+usage: uroce-bench [--quick | --smoke] [--reps N] [--out DIR] [--sections LIST]
+                   [--systems LIST] [--hw-device DEV --hw-gid N --hw-addr IP]
+                   [--udp-port N] [--tcp-port N]
 
 Workloads (between two processes on one host):
   latency     2 B .. 64 KiB ping-pong, median one-way latency (us)
@@ -29,9 +30,16 @@ failed (the report says which), 2 on a bad option.
 
 Options:
   --quick          a one-minute run: fewer sizes and connection counts, one repetition
+  --smoke          each workload at one point with the fewest iterations (perftest's
+                   1,000), one repetition: proves that every program runs and reports a
+                   figure, on a machine too slow for --quick (an emulated one); its
+                   figures measure little
   --reps N         repetitions (default 3)
   --out DIR        where the report goes (default: uroce-bench-report)
   --sections LIST  a comma-separated subset of latency,bandwidth,rate,connect
+  --systems LIST   a comma-separated subset of uroce,hardware,udp,udp-uring,tcp (default:
+                   all; hardware only where a device is found). Named here, hardware
+                   without a device is an error (exit 1), not a skip
   --hw-device DEV, --hw-gid N, --hw-addr IP
                    the RDMA device, its GID index and its IPv4 address for the hardware runs
                    (default: the first device with a RoCE v2 IPv4 GID)
@@ -41,8 +49,11 @@ Options:
 UROCE_BENCH_SYSFS=DIR looks for devices in DIR instead of /sys/class/infiniband (for tests).
 """
 import argparse
+import math
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -59,6 +70,7 @@ PROG = "uroce-bench"
 # not loaded here: a sanitized build of it cannot be loaded into python.
 VERSION = "@PROJECT_VERSION@"
 SECTIONS = ("latency", "bandwidth", "rate", "connect")
+SYSTEMS = ("uroce", "hardware", "udp", "udp-uring", "tcp")
 # Where the kernel lists RDMA devices; UROCE_BENCH_SYSFS names another folder (for tests).
 SYSFS = os.environ.pop("UROCE_BENCH_SYSFS", "/sys/class/infiniband")
 RUN_TIMEOUT = 120
@@ -84,9 +96,11 @@ def positive(name):
 def options():
     p = argparse.ArgumentParser(prog=PROG, add_help=False)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--smoke", action="store_true")
     p.add_argument("--reps", type=positive("--reps"))
     p.add_argument("--out", default="uroce-bench-report")
     p.add_argument("--sections", default=",".join(SECTIONS))
+    p.add_argument("--systems")
     p.add_argument("--hw-device")
     p.add_argument("--hw-gid", type=int)
     p.add_argument("--hw-addr")
@@ -104,14 +118,27 @@ def options():
     for s in a.sections:
         if s not in SECTIONS:
             die(f"--sections: unknown section '{s}' (one of {','.join(SECTIONS)})")
+    # None: every system, the hardware only where a device is found
+    if a.systems is not None:
+        a.systems = [s for s in a.systems.split(",") if s]
+        for s in a.systems:
+            if s not in SYSTEMS:
+                die(f"--systems: unknown system '{s}' (one of {','.join(SYSTEMS)})")
+        if not a.systems:
+            die("--systems: no system named")
+    if a.quick and a.smoke:
+        die("--quick and --smoke: one or the other")
     if a.reps is None:
-        a.reps = 1 if a.quick else 3
+        a.reps = 1 if a.quick or a.smoke else 3
     return a
 
 
-def plan(quick):
+def plan(a):
     """The sizes and counts of each workload, and the effort per run."""
-    if quick:
+    if a.smoke:  # bw_bytes 0: every bandwidth run at bandwidth()'s floor of 1,000 iterations
+        return dict(lat_sizes=[2], bw_sizes=[4096], bidir_sizes=[4096], conns=[10],
+                    lat_iters=1000, bw_bytes=0, seconds=0.2)
+    if a.quick:
         return dict(lat_sizes=[2, 4096], bw_sizes=[4096, 65536], bidir_sizes=[65536],
                     conns=[1, 100], lat_iters=2000, bw_bytes=128 << 20, seconds=0.5)
     return dict(lat_sizes=[2, 64, 1024, 4096, 16384, 65536],
@@ -180,6 +207,17 @@ class Runner:
                 pass
         return False
 
+    def cm_listening(self):
+        """Whether a kernel rdma_cm id listens on the exchange port, from the kernel's own
+        list (iproute2's `rdma resource show cm_id`); None without the rdma tool."""
+        try:
+            out = subprocess.run(["rdma", "resource", "show", "cm_id"], capture_output=True,
+                                 text=True, timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        want = re.compile(rf"state LISTEN .*src-addr \S+:{self.a.tcp_port} ")
+        return any(want.search(line) for line in out.splitlines())
+
     def pair(self, system, prog_args, ready):
         """Run server and client; the client's output, or None (a failure is recorded)."""
         srv_cmd, cli_cmd = self.rdma(system, prog_args)
@@ -188,7 +226,7 @@ class Runner:
         if system == "uroce" and ready == "log":
             env["UROCE_LOG"] = "info"
         server = subprocess.Popen(srv_cmd, env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True)
+                                  stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
         deadline = time.monotonic() + 10
         if ready == "log" and system == "uroce":
             # uroce says when an rdma_cm id listens: "rdma_cm: listening on port N ..."
@@ -197,7 +235,17 @@ class Runner:
                 if not line or f"listening on port {self.a.tcp_port} " in line:
                     break
         elif ready == "log":
-            time.sleep(0.5)  # a hardware cmtime server says nothing when it listens
+            # A hardware cmtime server says nothing when it listens, and a client that comes
+            # first is refused (connect() then has no figure): wait until the kernel lists
+            # its listener (with no rdma tool to ask, half a second: ample on real CPUs, not
+            # under emulation).
+            while server.poll() is None and time.monotonic() < deadline:
+                listening = self.cm_listening()
+                if listening is None:
+                    time.sleep(0.5)
+                if listening is not False:
+                    break
+                time.sleep(0.05)
         else:
             while (not self.listening() and server.poll() is None and
                    time.monotonic() < deadline):
@@ -209,7 +257,7 @@ class Runner:
         except subprocess.TimeoutExpired:
             out, ok = "", False
         if prog_args[0] == "cmtime":
-            server.send_signal(2)  # cmtime's server runs until interrupted
+            server.send_signal(signal.SIGINT)  # cmtime's server runs until interrupted
         try:
             server.communicate(timeout=RUN_TIMEOUT if ok else 5)
         except subprocess.TimeoutExpired:
@@ -230,6 +278,14 @@ class Runner:
         return None
 
 
+def default_sigint():
+    """In a server, before it starts: SIGINT's default action, which ends cmtime's server.
+    An ignored signal stays ignored across exec, and a non-interactive shell's `&` ignores
+    SIGINT (the interop VM's agent starts its commands so): sent an ignored SIGINT, the
+    server would run until the time limit and its run count as failed."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def perftest_row(out):
     """The result row of a perftest client's output (the line after the '#bytes' header)."""
     lines = (out or "").splitlines()
@@ -242,10 +298,12 @@ def perftest_row(out):
 
 
 def number(s):
+    """A figure, or None: perftest prints inf and nan when it could not measure its clock."""
     try:
-        return float(s)
+        v = float(s)
     except (TypeError, ValueError):
         return None
+    return v if math.isfinite(v) else None
 
 
 # --- the workloads: each returns {metric: value} for one run on one system -----------------
@@ -277,7 +335,11 @@ def connect(r, p, system, count):
         out = r.sock(["tcp", "connect", "--count", str(count)])
         return {"connect": number(out[1])} if out else {}
     out = r.pair(system, ["cmtime", "-c", str(count)], "log")
-    for line in (out or "").splitlines():
+    # cmtime times its steps even when connections failed ("event: RDMA_CM_EVENT_REJECTED,
+    # error: 8"), and exits 0: the time of a failed setup is no figure.
+    if out is None or ", error: " in out:
+        return {}
+    for line in out.splitlines():
         cols = line.split()
         if cols and cols[0] == "connect":
             return {"connect": number(cols[-1])}  # us / conn
@@ -305,19 +367,25 @@ def workloads(a, p):
 
 def main():
     a = options()
-    p = plan(a.quick)
+    p = plan(a)
+    asked = a.systems or SYSTEMS
     missing = [t for t in ("ib_send_lat", "ib_write_bw", "cmtime") if not shutil.which(t)]
-    if missing:
+    if missing and ("uroce" in asked or "hardware" in asked):
         die(f"{', '.join(missing)} missing (Debian: perftest, rdmacm-utils)", 1)
-    hw = find_hardware(a)
-    systems = (["uroce"] + (["hardware"] if isinstance(hw, tuple) else []) +
-               ["udp", "udp-uring", "tcp"])
-    r = Runner(a, hw)
-    if not isinstance(hw, tuple):
+    hw = find_hardware(a) if "hardware" in asked else "not measured (--systems)"
+    if not isinstance(hw, tuple) and "hardware" in asked:
+        # Asked for by name, a missing device is this run's failure; by default, a skip.
+        if a.systems:
+            die(f"hardware (--systems): {hw.removeprefix('skipped: ')}", 1)
         print(f"{PROG}: hardware: {hw}", file=sys.stderr)
+    systems = [s for s in SYSTEMS if s in asked and (s != "hardware" or isinstance(hw, tuple))]
+    r = Runner(a, hw)
     w = workloads(a, p)
     runs = [(section, x, fn, [sy for sy in systems if bench_report.planned(section, x, sy)])
             for section, x, fn in w]
+    runs = [run for run in runs if run[3]]
+    if not runs:  # e.g. connect on UDP alone
+        die("no workload of --sections runs on --systems")
     total = sum(len(on) for *_, on in runs) * a.reps
     results = []  # (section, x, system, rep, metric, value)
     done = 0
