@@ -17,6 +17,15 @@ if(NOT UROCE_SANITIZE AND NOT UROCE_FUZZ)
             --bin ${CMAKE_BINARY_DIR}/bin --ns uroce-ix-matrix)
   set_tests_properties(interop_matrix PROPERTIES LABELS "interop;integration" TIMEOUT 1500
                        RESOURCE_LOCK interop_vm RUN_SERIAL TRUE ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
+  # The hardware path (interop/hwpath.py): to rdma-core the guest's rxe0 is a real device, so
+  # uroce-run --backend verbs and uroce-bench's hardware column run on it, inside the guest,
+  # from this build (an extra initramfs archive, interop/mkinitramfs-uroce.sh). Every run must
+  # report a figure; it never skips either.
+  add_test(NAME interop_hwpath
+    COMMAND ${UROCE_ORACLE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/interop/hwpath.py
+            --bin ${CMAKE_BINARY_DIR}/bin --ns uroce-ix-hw)
+  set_tests_properties(interop_hwpath PROPERTIES LABELS "interop;integration" TIMEOUT 600
+                       RESOURCE_LOCK interop_vm RUN_SERIAL TRUE ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
 endif()
 
 # Same behaviour, not only same bytes (interop/behaviour.py): seven scenarios (RNR, go-back-N,

@@ -247,11 +247,14 @@ class Fabric:
 class VM:
     """One qemu guest on a Fabric: vm<index>, at 10.77.0.<2+index> and fd77::<2+index>.
 
-    Without a fabric it makes (and on close deletes) its own, named ns."""
+    Without a fabric it makes (and on close deletes) its own, named ns. extra_initrd: paths of
+    archives appended to the initramfs (e.g. mkinitramfs-uroce.sh's, a uroce build for the
+    guest): Linux unpacks concatenated archives into one root file system, a later file
+    replacing an earlier one of the same path."""
 
     def __init__(self, index=0, fabric=None, ns=DEFAULT_NS, smp=1, mem_mb=1024,
                  boot_timeout=300, append="", kernel_tree=None, initrd=None, rxe=True,
-                 extra_qemu=()):
+                 extra_qemu=(), extra_initrd=()):
         self.index = index
         self.own_fabric = fabric is None
         self.fabric = fabric or Fabric(ns)
@@ -263,8 +266,10 @@ class VM:
         self.smp, self.mem_mb, self.boot_timeout = smp, mem_mb, boot_timeout
         self.extra_append, self.rxe, self.extra_qemu = append, rxe, list(extra_qemu)
         self.kernel_tree, self.initrd = kernel_tree, initrd
+        self.extra_initrd = list(extra_initrd)
         wd = self.fabric.workdir
         self.console_path = os.path.join(wd, f"{self.name}.console.log")
+        self.initrd_path = os.path.join(wd, f"{self.name}.initrd")  # base + extra_initrd
         self.qemu_log_path = os.path.join(wd, f"{self.name}.qemu.log")
         self.sock_path = os.path.join(wd, f"{self.name}.chan.sock")
         self.pid_path = os.path.join(wd, f"{self.name}.pid")
@@ -307,6 +312,18 @@ class VM:
             if p.returncode != 0:
                 raise VMError("mkinitramfs.sh failed (its messages are above)")
             initrd = p.stdout.strip().splitlines()[-1]
+        if self.extra_initrd:
+            # qemu takes one initrd file: the archives one after the other (a copy per boot,
+            # tens of milliseconds, so that the cached archives stay as they are)
+            os.makedirs(os.path.dirname(self.initrd_path), exist_ok=True)
+            with open(self.initrd_path, "wb") as out:
+                for path in [initrd] + self.extra_initrd:
+                    try:
+                        with open(path, "rb") as f:
+                            shutil.copyfileobj(f, out)
+                    except OSError as e:
+                        raise VMError(f"initramfs archive {path}: {e.strerror}") from None
+            initrd = self.initrd_path
         return vmlinuz, initrd
 
     def qemu_argv(self, vmlinuz, initrd):
@@ -390,6 +407,8 @@ class VM:
             self.sock.close()
             self.sock = None
         _unlink(self.pid_path)
+        if self.extra_initrd:
+            _unlink(self.initrd_path)
         if self.own_fabric:
             self.fabric.close()
         else:
@@ -546,7 +565,7 @@ class VM:
 
 # ---- CLI -----------------------------------------------------------------------------
 def _smoke(args):
-    with VM(ns=args.ns, smp=args.smp) as vm:
+    with VM(ns=args.ns, smp=args.smp, extra_initrd=args.extra_initrd) as vm:
         r = vm.run("ibv_devinfo -v", timeout=60)
         print(f"--- ibv_devinfo -v (rc {r.rc})\n{r.output}")
         r2 = vm.run("rdma link show", timeout=30)
@@ -564,7 +583,7 @@ def _smoke(args):
 
 def _run_cmds(args):
     rc = 0
-    with VM(ns=args.ns, smp=args.smp) as vm:
+    with VM(ns=args.ns, smp=args.smp, extra_initrd=args.extra_initrd) as vm:
         for c in args.cmd:
             r = vm.run(c, timeout=args.timeout)
             print(f"--- {c} (rc {r.rc}{', timed out' if r.timed_out else ''})\n{r.output}", flush=True)
@@ -574,7 +593,7 @@ def _run_cmds(args):
 
 def _measure(args):
     """Boot time, initramfs size and an ib_send_bw -n 1000 over rxe loopback in the guest."""
-    with VM(ns=args.ns, smp=args.smp) as vm:
+    with VM(ns=args.ns, smp=args.smp, extra_initrd=args.extra_initrd) as vm:
         print(f"boot (qemu start to agent ready): {vm.boot_seconds:.1f} s, smp {args.smp}")
         p = subprocess.run([os.path.join(HERE, "mkinitramfs.sh")], stdout=subprocess.PIPE, text=True)
         path = p.stdout.strip().splitlines()[-1]
@@ -606,6 +625,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ns", default=DEFAULT_NS, help="network namespace (default %(default)s)")
     ap.add_argument("--smp", type=int, default=1, help="vCPUs (default %(default)s)")
+    ap.add_argument("--extra-initrd", action="append", default=[], metavar="ARCHIVE",
+                    help="append ARCHIVE to the initramfs (repeatable), e.g. the uroce build "
+                    "that mkinitramfs-uroce.sh BIN_DIR prints")
     sub = ap.add_subparsers(dest="what", required=True)
     sub.add_parser("smoke", help="boot, show ibv_devinfo -v, rdma link, GIDs, ping the guest from "
                    "the namespace; 0 if rxe0 is PORT_ACTIVE and the ping answered")
