@@ -161,6 +161,16 @@ static void read_resp(struct roce_qp *qp, struct roce_send_wqe *wqe, const struc
 			retry(qp, now, false);
 		else
 			qp->counters.rx_duplicate++;
+		/*
+		 * Either way the responder is alive and still streaming this READ (the rest of a
+		 * response our restart replaces, or a replay that has not reached comp.psn yet):
+		 * the ACK timer, which stands for "nothing came back" (IBA 9.7.6.1.3), starts
+		 * again without a retry spent. A slow responder working through long responses
+		 * must not exhaust retry_cnt while it sends; the stream is finite, so a lost
+		 * request is still found when it ends.
+		 */
+		if (qp->comp.state == ROCE_COMP_WAIT_ACK && qp->attr.timeout)
+			qp->comp.deadline = now + roce_ack_timeout_ns(qp->attr.timeout);
 		return;
 	}
 	if (pkt->payload_len != want) {

@@ -61,6 +61,59 @@ Test(sim_regress, read_response_loss_costs_one_retry)
 	cr_assert_eq(p.a->core.counters.retransmits, 1);
 }
 
+/* Lose the 2nd READ response; deliver the n-th response n * 40 us after it was sent. */
+static uint64_t slow_read_stream(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	uint8_t op = pkt->bth.opcode & 0x1F;
+
+	(void)arg;
+	(void)from;
+	if (op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_READ_RESP_ONLY)
+		return (uint64_t)++read_resp_seen * 40000;
+	return 0;
+}
+
+static uint32_t filtered_resps;
+
+static bool lose_second_read_resp(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	uint8_t op = pkt->bth.opcode & 0x1F;
+
+	(void)arg;
+	(void)from;
+	if (op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_READ_RESP_ONLY)
+		return ++filtered_resps != 2;
+	return true;
+}
+
+/*
+ * A slow responder still streaming the READ response a restart replaces (the kernel's rxe in
+ * a TCG guest): its responses keep coming for 1.6 ms, twelve ACK timeouts. They show the
+ * responder is alive, so the ACK timer must not spend the one retry left while they come:
+ * the READ completes once the replacement stream arrives behind them.
+ */
+Test(sim_regress, slow_read_stream_spends_no_retry)
+{
+	struct sim_conn c = sim_conn_default();
+	struct ibv_wc wc;
+
+	c.retry_cnt = 1;
+	c.timeout = 5; /* 131 us */
+	c.mtu = IBV_MTU_256;
+	read_resp_seen = filtered_resps = 0;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 1, 1 << 16);
+	p.s->filter = lose_second_read_resp;
+	p.s->hold = slow_read_stream;
+	sim_fill(p.bbuf, 40 * 256, 9);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_READ, p.abuf, 40 * 256, p.akey, (uintptr_t)p.bbuf,
+			      p.bkey, IBV_SEND_SIGNALED),
+		     0);
+	run_idle();
+	wc = sim_expect_wc(p.a_scq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "status %d", wc.status);
+	cr_assert_eq(memcmp(p.abuf, p.bbuf, 40 * 256), 0);
+}
+
 /*
  * RNR on the last packet of a multi-packet WRITE with immediate, more packets behind it: the
  * sequence NAKs those provoke must not count as progress, or rnr_retry never runs out.
