@@ -18,10 +18,11 @@ uroce-bench and Debian's python3 for it), and the guest runs:
      and connection setup present; and rxe0's packet counters must have grown by at least
      the messages those runs exchanged, so that the traffic went through the kernel's rxe.
 
-The guest's clock source is its TSC (clocksource=tsc tsc=reliable): perftest turns cycles
-into microseconds with a rate it fits against gettimeofday, and with the TCG guest's default
-HPET (its TSCs are found unsynchronized at smp 2) the fit fails ("Correlation coefficient
-r^2 < 0.9") and perftest prints inf; with the TSC as clock source, both clocks are one.
+The guest's clock source is its TSC (vm.py boots every VM with clocksource=tsc
+tsc=reliable): perftest turns cycles into microseconds with a rate it fits against
+gettimeofday, and with the TCG guest's default HPET (its TSCs are found unsynchronized at
+smp 2) the fit fails ("Correlation coefficient r^2 < 0.9") and perftest prints inf; with the
+TSC as clock source, both clocks are one.
 
 usage: hwpath.py --bin BUILD/bin [--ns uroce-ix-hw] [--smp 2] [--keep DIR]
 
@@ -160,8 +161,7 @@ def main():
     started = time.monotonic()
     try:
         base, extra = images(os.path.abspath(a.bin))
-        with vmlib.VM(ns=a.ns, smp=a.smp, initrd=base, extra_initrd=[extra],
-                      append="clocksource=tsc tsc=reliable") as vm:
+        with vmlib.VM(ns=a.ns, smp=a.smp, initrd=base, extra_initrd=[extra]) as vm:
             devinfo(vm, c)
             bench(vm, c, a.keep)
     except vmlib.VMError as e:
