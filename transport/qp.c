@@ -257,39 +257,22 @@ void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const stru
 		roce_resp_recv(qp, pkt, ip, now);
 }
 
-/*
- * Whether the ACK due now may go behind the requester's next packets: a plain ACK (no READ or
- * atomic response waits, no NAK), behind at most ROCE_ACK_TRAIL of them. As the shortest
- * packet it then ends their UDP GSO run, so that a reply and the ACK of the request it answers
- * leave in one send instead of two. Both streams stay in order; the ACK leaves in the same
- * train, so it is not delayed (IBA 9.7.5.1.2 would even allow that).
- */
-static bool trails_ack(const struct roce_qp *qp)
-{
-	return qp->resp.ack_pending && !qp->resp.ack_deadline &&
-	       qp->resp.res_tail == qp->resp.res_head &&
-	       roce_aeth_class(qp->resp.ack_syndrome) == ROCE_AETH_ACK &&
-	       qp->resp.ack_trailed < ROCE_ACK_TRAIL;
-}
-
 size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now)
 {
 	size_t len;
 
-	/* Responses first: they answer what already arrived (and READ responses must precede
-	 * any ACK of a later PSN, or the requester would take the READ for lost). */
+	/*
+	 * Responses first, the plain ACK included: they answer what already arrived (READ
+	 * responses must precede any ACK of a later PSN, or the requester would take the READ
+	 * for lost), and an RNIC acknowledges a request before its application can answer it.
+	 * Programs count on that order: the send completion of a request comes before the
+	 * receive of the reply to it (perftest 4.5's latency tests with -e wait for both on one
+	 * completion channel, one after the other, and hang when the reply comes first).
+	 */
 	if (qp->state == IBV_QPS_ERR)
 		return roce_resp_has_output(qp) ? roce_resp_write(qp, buf, dest) : 0;
 	if (!receiving(qp))
 		return 0;
-	if (qp->state != IBV_QPS_RTR && trails_ack(qp)) {
-		len = roce_req_write(qp, buf, dest, now);
-		if (len) {
-			qp->resp.ack_trailed++;
-			return len;
-		}
-	}
-	qp->resp.ack_trailed = 0;
 	len = roce_resp_write(qp, buf, dest);
 	if (len)
 		return len;

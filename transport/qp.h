@@ -213,7 +213,6 @@ struct roce_qp {
 		uint8_t ack_syndrome;
 		uint32_t ack_psn;
 		uint64_t ack_deadline; /* delayed ACK without AckReq (0: send at once) */
-		uint8_t ack_trailed;   /* requester packets written while a plain ACK waited */
 		/*
 		 * Accepted READ/atomics: slots, oldest unanswered, next free (counters). The slots
 		 * are res_one until max_dest_rd_atomic asks for more (roce_qp_modify): most QPs

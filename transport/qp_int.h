@@ -9,9 +9,6 @@
 
 /* Delay of an ACK nobody asked for yet (coalescing bound; AckReq packets are ACKed at once). */
 #define ROCE_ACK_DELAY_NS 20000u
-/* The requester packets a plain ACK may wait behind (trails_ack): 15 packets of a 4096-byte
- * path MTU and the ACK still fit in one 64 KiB UDP datagram's worth of GSO segments. */
-#define ROCE_ACK_TRAIL 15u
 
 /* RC and both halves of XRC are reliable connections: ACKs, retries, READ and atomics. */
 static inline bool roce_qp_reliable(const struct roce_qp *qp)

@@ -437,11 +437,12 @@ static uint64_t hold_a_send(void *arg, const struct sim_qp *from, const struct r
 }
 
 /*
- * A plain ACK due while the requester has packets ready goes after them (trails_ack in
- * transport/qp.c), so that it ends their UDP GSO run: b's WRITE, window-blocked until a's ACK
- * arrives, and b's ACK of a's SEND that arrives with it, leave as WRITE_LAST then ACK.
+ * A plain ACK due while the requester has packets ready goes before them (roce_qp_write_pkt),
+ * as an RNIC acknowledges a request before its application answers: b's WRITE, window-blocked
+ * until a's ACK arrives, and b's ACK of a's SEND that arrives with it, leave as ACK then the
+ * WRITE's last packet, so that a sees its SEND complete before anything b sends after it.
  */
-Test(sim_rc, plain_ack_trails_the_requesters_packets)
+Test(sim_rc, plain_ack_leaves_before_the_requesters_packets)
 {
 	struct sim_wire_cfg w = {.delay_ns = WIRE_NS};
 	struct sim_conn c = sim_conn_default();
@@ -459,8 +460,8 @@ Test(sim_rc, plain_ack_trails_the_requesters_packets)
 	cr_assert_eq(sim_send(p.a, 2, IBV_WR_SEND, p.abuf, 8, p.akey, 0, 0, IBV_SEND_SIGNALED), 0);
 	cr_assert_eq(sim_run(p.s, UINT64_MAX), SIM_IDLE, "%s", p.s->fail);
 	cr_assert_geq(b_nops, 2, "b sent %u packets after a's ACK", b_nops);
-	cr_assert_eq(b_ops[0], ROCE_OP_WRITE_LAST, "first 0x%02x", b_ops[0]);
-	cr_assert_eq(b_ops[1], ROCE_OP_ACK, "then 0x%02x", b_ops[1]);
+	cr_assert_eq(b_ops[0], ROCE_OP_ACK, "first 0x%02x", b_ops[0]);
+	cr_assert_eq(b_ops[1], ROCE_OP_WRITE_LAST, "then 0x%02x", b_ops[1]);
 	cr_assert_eq(sim_expect_wc(p.b_scq).status, IBV_WC_SUCCESS);
 	cr_assert_eq(sim_expect_wc(p.b_rcq).status, IBV_WC_SUCCESS);
 	cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_SUCCESS);
