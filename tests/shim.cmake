@@ -131,6 +131,15 @@ set(_perftests
   "send_bw_faults|18647|ib_send_bw -d uroce_lo -x 0 -n 100"
   "write_bw_epoll|18648|ib_write_bw -d uroce_lo -x 0 -n 300"
   "read_lat_epoll|18649|ib_read_lat -d uroce_lo -x 0 -n 300"
+  # waiting on completion events (-e): ibv_req_notify_cq and ibv_get_cq_event on each hop
+  "send_lat_events|18740|ib_send_lat -d uroce_lo -x 0 -n 5000 -e"
+  "send_lat_events_4k|18741|ib_send_lat -d uroce_lo -x 0 -n 1000 -s 4096 -e"
+  "uc_send_lat_events|18742|ib_send_lat -d uroce_lo -x 0 -n 1000 -c UC -e"
+  "ud_send_lat_events|18743|ib_send_lat -d uroce_lo -x 0 -n 1000 -c UD -e"
+  "read_lat_events|18744|ib_read_lat -d uroce_lo -x 0 -n 1000 -e"
+  "atomic_lat_events|18745|ib_atomic_lat -d uroce_lo -x 0 -n 1000 -e"
+  "send_bw_events|18746|ib_send_bw -d uroce_lo -x 0 -n 1000 -e"
+  "send_bw_events_4qp|18747|ib_send_bw -d uroce_lo -x 0 -n 1000 -e -q 4"
 )
 uroce_two_process_tests(perftest shim/perftest.sh "${_perftests}")
 # The same through lossy, reordering, duplicating and corrupting wires (UROCE_FAULTS, both
@@ -146,6 +155,14 @@ set_tests_properties(perftest_write_bw_faults perftest_read_bw_faults perftest_s
   "UROCE_FAULTS=loss=0.02,reorder=0.02,dup=0.01,corrupt=0.005,dir=both;UROCE_LOG=info")
 set_tests_properties(perftest_write_bw_epoll perftest_read_lat_epoll
   PROPERTIES ENVIRONMENT UROCE_BACKEND=epoll)
+
+# A lost completion event hangs a program that waits on events: ib_send_lat -e -n 2000, 50
+# times in a row, each bounded (events-stress.sh).
+add_test(NAME perftest_send_lat_events_stress
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/events-stress.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          "${UROCE_SANITIZE}" 18748 50 ib_send_lat -d uroce_lo -x 0 -n 2000 -e)
+set_tests_properties(perftest_send_lat_events_stress PROPERTIES LABELS "shim;integration"
+                     TIMEOUT 900 SKIP_RETURN_CODE 77)
 
 # Three processes on one address, the hub (the first, holding UDP 4791) killed with SIGKILL in
 # the middle of the other two's transfer.
