@@ -142,6 +142,20 @@ static struct ucred peer_cred(int fd)
 	return cred;
 }
 
+/*
+ * Whether a process of @uid may share this process's rendezvous: one user's processes, and
+ * root, which may see any traffic anyway. The hub sees every datagram of the processes joined
+ * to it, and forwards them: another user's hub could read or alter them, which the kernel's
+ * rxe does not allow between users. Checked both ways, by the hub of each process that joins
+ * and by each process of the hub it meets (SO_PEERCRED).
+ */
+static bool same_user(uid_t uid)
+{
+	uid_t me = geteuid();
+
+	return uid == me || uid == 0 || me == 0;
+}
+
 static void sleep_ns(uint64_t ns)
 {
 	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
@@ -455,6 +469,7 @@ static void on_accept(void *arg)
 
 	for (;;) {
 		int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct ucred cred;
 		struct conn *c;
 
 		if (fd < 0) {
@@ -465,12 +480,20 @@ static void on_accept(void *arg)
 					  strerror(errno));
 			break;
 		}
+		cred = peer_cred(fd);
+		if (!same_user(cred.uid)) {
+			uroce_log(UROCE_LOG_INFO,
+				  "rendezvous: refused process %d of uid %u: another user's",
+				  (int)cred.pid, (unsigned int)cred.uid);
+			close(fd);
+			continue;
+		}
 		set_buffers(fd);
 		c = calloc(1, sizeof(*c));
 		if (c) {
 			c->r = r;
 			c->fd = fd;
-			c->pid = peer_cred(fd).pid;
+			c->pid = cred.pid;
 			c->watch = uroce_progress_watch(r->progress, fd, on_conn, c);
 		}
 		if (!c || !c->watch) {
@@ -965,6 +988,19 @@ static int meet(struct uroce_rdv *r, bool takeover)
 			return err;
 		}
 		if (!connect(fd, (struct sockaddr *)&r->name, r->name_len)) {
+			struct ucred hub = peer_cred(fd);
+
+			if (!same_user(hub.uid)) {
+				uroce_log(UROCE_LOG_ERROR,
+					  "rendezvous of UDP port %u: its hub is process %d of uid "
+					  "%u, "
+					  "another user, which would see this process's traffic; "
+					  "give this user's processes a port of their own "
+					  "(UROCE_UDP_PORT)",
+					  r->port, (int)hub.pid, (unsigned int)hub.uid);
+				close(fd);
+				return EACCES;
+			}
 			err = become_process(r, fd);
 			if (err)
 				close(fd);

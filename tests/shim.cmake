@@ -164,6 +164,13 @@ add_test(NAME perftest_send_lat_events_stress
 set_tests_properties(perftest_send_lat_events_stress PROPERTIES LABELS "shim;integration"
                      TIMEOUT 900 SKIP_RETURN_CODE 77)
 
+# Two users on one host: neither joins the other's rendezvous (two-users.sh, as root).
+add_test(NAME shim_two_users
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/two-users.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          "${UROCE_SANITIZE}" 18751)
+set_tests_properties(shim_two_users PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                     SKIP_RETURN_CODE 77)
+
 # Three processes on one address, the hub (the first, holding UDP 4791) killed with SIGKILL in
 # the middle of the other two's transfer.
 add_test(NAME shim_hub_killed
