@@ -86,19 +86,15 @@ add_file() {
 		add_file "$(readlink -f "$p")"
 	fi
 }
-# ldd of a clean environment, so a caller's LD_LIBRARY_PATH cannot leak in. uroce's own
-# libraries (librdmacm.so.1 links libibverbs.so.1 through its run path) are in already.
+# uroce's own libraries (librdmacm.so.1 links libibverbs.so.1 through its run path) are in
+# already.
+. "$here/ldd-libs.sh"
 add_libs() {
-	local line lib
-	while read -r line; do
-		case $line in
-		*"=> not found"*) die "$1: $line" ;;
-		*"=> /"*) lib=${line#*=> }; lib=${lib%% (*} ;;
-		/*) lib=${line%% (*} ;;
-		*) continue ;;
-		esac
-		[[ $lib == "$lib_dir"/* ]] || add_file "$lib"
-	done < <(env -i PATH=/usr/bin:/bin ldd "$1" 2>/dev/null || true)
+	local lib libs
+	libs=$(ldd_libs "$1") || exit 1
+	while read -r lib; do
+		if [[ -n $lib && $lib != "$lib_dir"/* ]]; then add_file "$lib"; fi
+	done <<<"$libs"
 }
 
 for f in "$bin/uroce-config-check" "$lib_dir/libibverbs.so.1" "$lib_dir/librdmacm.so.1"; do
@@ -149,7 +145,7 @@ tag=$(printf '%s' "$bin" | sha256sum | cut -c1-12)
 out=$CACHE/uroce-build-$tag.cpio.gz
 key=$(
 	{
-		sha256sum "${BASH_SOURCE[0]}"
+		sha256sum "${BASH_SOURCE[0]}" "$here/ldd-libs.sh"
 		cat "$base.key" 2>/dev/null || stat -c '%n %s %Y' "$base"
 		for f in "${!UROCE[@]}" "${!FILES[@]}"; do stat -c '%n %s %Y' "$f"; done | sort
 	} | sha256sum | cut -d' ' -f1

@@ -111,18 +111,13 @@ add_file() {
 		add_file "$(readlink -f "$p")"
 	fi
 }
-# ldd of a clean environment, so a caller's LD_LIBRARY_PATH/LD_PRELOAD cannot leak in.
+. "$here/ldd-libs.sh"
 add_libs() {
-	local line lib
-	while read -r line; do
-		case $line in
-		*"=> not found"*) die "$1: $line" ;;
-		*"=> /"*) lib=${line#*=> }; lib=${lib%% (*} ;;
-		/*) lib=${line%% (*} ;;
-		*) continue ;;
-		esac
-		add_file "$lib"
-	done < <(env -i PATH=/usr/bin:/bin ldd "$1" 2>/dev/null || true)
+	local lib libs
+	libs=$(ldd_libs "$1") || exit 1
+	while read -r lib; do
+		if [[ -n $lib ]]; then add_file "$lib"; fi
+	done <<<"$libs"
 }
 
 programs=()
@@ -178,7 +173,7 @@ out=$CACHE/initramfs-$kver.cpio.gz
 key=$(
 	{
 		echo "kernel $kver $(stat -c '%Y' "$tree/.unpacked")"
-		sha256sum "${BASH_SOURCE[0]}" "${GUEST_SCRIPTS[@]}"
+		sha256sum "${BASH_SOURCE[0]}" "$here/ldd-libs.sh" "${GUEST_SCRIPTS[@]}"
 		printf '%s\n' "${ORDER[@]}"
 		for f in "$busybox" "${!FILES[@]}"; do stat -c '%n %s %Y' "$f"; done | sort
 	} | sha256sum | cut -d' ' -f1
