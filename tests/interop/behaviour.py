@@ -50,6 +50,8 @@ REQUEST_OPS = set(range(0x00, 0x0D)) | {0x13, 0x14}
 WITH_AETH = {0x0D, 0x0F, 0x10, 0x11, 0x12}
 CM_ATTRS = {0x10: "REQ", 0x11: "MRA", 0x12: "REJ", 0x13: "REP", 0x14: "RTU", 0x15: "DREQ",
             0x16: "DREP"}
+# NAK codes of an AETH (IBA table 44).
+NAK_CODES = {0: "PSN_SEQ", 1: "INV_REQ", 2: "REM_ACCESS", 3: "REM_OP", 4: "INV_RD"}
 # The RNR NAK timer codes (IBA table 45), in ms.
 RNR_MS = [655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96,
           1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92,
@@ -140,7 +142,8 @@ class Pkt:
                 elif kind == 1:
                     s += f" RNR_NAK(timer {self.syndrome & 0x1F}: {RNR_MS[self.syndrome & 0x1F]} ms)"
                 elif kind == 3:
-                    s += f" NAK({['PSN_SEQ', 'INV_REQ', 'REM_ACCESS', 'REM_OP', 'INV_RD'][self.syndrome & 0x1F] if (self.syndrome & 0x1F) < 5 else self.syndrome & 0x1F})"
+                    code = self.syndrome & 0x1F
+                    s += f" NAK({NAK_CODES.get(code, code)})"
                 s += f" msn {self.msn}"
         return s + ("   <- dropped on the bridge" if self.dropped else "")
 
@@ -166,17 +169,13 @@ def exchange(client, server, cap_client, cap_server):
 
 # ---- what each scenario is about -------------------------------------------------------
 
-class Facts(dict):
-    pass
-
-
 def facts(name, pkts):
     """The scenario's facts from its exchange, and a list of rule violations."""
     c_req = [p for p in pkts if p.side == "C>S" and p.op in REQUEST_OPS]
     s_rc = [p for p in pkts if p.side == "S>C" and p.op in OPS and p.op not in REQUEST_OPS
             and p.op != 0x64]
     base = c_req[0].psn if c_req else 0
-    f, bad = Facts(), []
+    f, bad = {}, []
     f["base"] = base
     seen, retx = set(), 0
     for p in c_req:
@@ -281,7 +280,7 @@ def facts(name, pkts):
 # ---- the harness -----------------------------------------------------------------------
 
 def sh(*args, check=True):
-    return subprocess.run(list(args), capture_output=True, text=True, check=check)
+    return vmlib._run(list(args), check=check)
 
 
 class Bench:
@@ -330,39 +329,74 @@ class Bench:
                 vmlib._kill_pid(int(pid))
             sh("ip", "netns", "del", ns, check=False)
 
+    def nft_table(self, name, chain=None):
+        """Replace the bridge-family table @name by one whose forward chain holds @chain (a
+        rule), or just delete it (None)."""
+        sh("ip", "netns", "exec", self.f.ns, "nft", "delete", "table", "bridge", name, check=False)
+        if not chain:
+            return
+        r = sh("ip", "netns", "exec", self.f.ns, "nft",
+               f"table bridge {name} {{ chain fwd_{name} {{ type filter hook forward priority 0; "
+               f"{chain}; }}; }}", check=False)
+        if r.returncode:
+            raise vmlib.VMError(f"nft refused {chain!r}: {r.stdout.strip()}")
+
+    def nft_counter(self, name):
+        """The packets table @name's counter has seen."""
+        r = sh("ip", "netns", "exec", self.f.ns, "nft", "list", "table", "bridge", name,
+               check=False)
+        m = re.search(r"counter packets (\d+)", r.stdout)
+        return int(m.group(1)) if m else 0
+
     def set_drop(self, drop):
-        sh("ip", "netns", "exec", self.f.ns, "nft", "delete", "table", "bridge", "ixdrop",
-           check=False)
         if not drop:
+            self.nft_table("ixdrop")
             return
         op, nth = drop
         # numgen inc counts the packets that reach it (those of this opcode, to port 4791):
         # the nth of them, and only it, is dropped
-        rules = (f"table bridge ixdrop {{ chain drop_one {{ type filter hook forward priority 0; "
-                 f"ether type ip udp dport 4791 @th,64,8 {op:#x} numgen inc mod 1000000 "
-                 f"{nth - 1} counter drop; }}; }}")
-        r = sh("ip", "netns", "exec", self.f.ns, "nft", rules, check=False)
-        if r.returncode:
-            raise vmlib.VMError(f"nft refused the drop rule: {r.stderr.strip()}")
+        self.nft_table("ixdrop", f"ether type ip udp dport 4791 @th,64,8 {op:#x} "
+                                 f"numgen inc mod 1000000 {nth - 1} counter drop")
 
-    def host_cmd(self, end, args):
-        i = int(end.name[1:])
-        return ["ip", "netns", "exec", self.hosts[i], f"{self.bin}/uroce-run",
-                self.scenario_bin] + args
-
-    def run(self, name, s_stack, c_stack, stem, timeout=60):
-        srv, cli = self.ends[(s_stack, "s")], self.ends[(c_stack, "c")]
-        self.set_drop(SCENARIOS[name])
+    def capture_start(self, stem, ends, buffer_kib=32768):
+        """tcpdump on each bridge port of @ends ((who, Endpoint) pairs) into STEM-WHO.pcap,
+        each listening when this returns. -> (processes, {who: file})."""
         caps, files = [], {}
-        for who, end in (("c", cli), ("s", srv)):
+        for who, end in ends:
             files[who] = f"{stem}-{who}.pcap"
             p = subprocess.Popen(["ip", "netns", "exec", self.f.ns, "tcpdump", "-i", end.dev,
-                                  "-B", "32768", "--immediate-mode", "-U", "-w", files[who], "udp port 4791"],
+                                  "-B", str(buffer_kib), "--immediate-mode", "-U", "-w", files[who],
+                                  "udp port 4791"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             for line in p.stderr:
                 if "listening on" in line:
                     break
             caps.append(p)
+        return caps, files
+
+    @staticmethod
+    def capture_stop(caps):
+        """Stop the captures; -> the frames they missed (tcpdump's "dropped by kernel")."""
+        time.sleep(0.3)  # the last frames' way through the bridge
+        lost = 0
+        for p in caps:
+            p.terminate()
+            m = re.search(r"(\d+) packets? dropped by kernel", p.communicate(timeout=10)[1])
+            lost += int(m.group(1)) if m else 0
+        return lost
+
+    def uroce(self, end, argv):
+        """@argv under uroce-run on the namespace host of @end."""
+        return ["ip", "netns", "exec", self.hosts[int(end.name[1:])], f"{self.bin}/uroce-run"] \
+            + argv
+
+    def host_cmd(self, end, args):
+        return self.uroce(end, [self.scenario_bin] + args)
+
+    def run(self, name, s_stack, c_stack, stem, timeout=60):
+        srv, cli = self.ends[(s_stack, "s")], self.ends[(c_stack, "c")]
+        self.set_drop(SCENARIOS[name])
+        caps, files = self.capture_start(stem, (("c", cli), ("s", srv)))
         why, outs = [], {}
         # rej: the server host runs a listener, on another port, so that its stack has a CM
         # (a host without a uroce process has none: docs/INTEROP.md)
@@ -385,7 +419,7 @@ class Bench:
                 if c_stack == "rxe":
                     r = self.vm1.run("exec ix_scenario " + " ".join(cargs), timeout=timeout)
                 else:
-                    r = _run(self.host_cmd(cli, cargs), timeout)
+                    r = run_bounded(self.host_cmd(cli, cargs), timeout)
                 outs["client"] = r.output.strip()
                 if r.timed_out or r.rc != 0:
                     why.append(f"client: rc {r.rc}{' (timed out)' if r.timed_out else ''}")
@@ -413,17 +447,12 @@ class Bench:
                 if r.timed_out or r.rc != 0:
                     why.append(f"server: rc {r.rc}{' (timed out)' if r.timed_out else ''}")
         finally:
-            time.sleep(0.3)  # the last frames' way through the bridge
-            lost = 0
-            for p in caps:
-                p.terminate()
-                m = re.search(r"(\d+) packets? dropped by kernel", p.communicate(timeout=10)[1])
-                lost += int(m.group(1)) if m else 0
+            lost = self.capture_stop(caps)
             self.set_drop(None)
         return files, outs, why, lost
 
 
-def _run(argv, timeout):
+def run_bounded(argv, timeout):
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
     try:

@@ -49,9 +49,8 @@ def gid_index(bench, stack, role):
             vm = bench.vm0 if role == "s" else bench.vm1
             out = vm.run("ibv_devinfo -v -d rxe0", timeout=60).output
         else:
-            out = beh._run(bench.host_cmd(end, [])[:4] +
-                           [f"{bench.bin}/uroce-run", "ibv_devinfo", "-v", "-d", "uroce_eth0"],
-                           60).output
+            out = beh.run_bounded(bench.uroce(end, ["ibv_devinfo", "-v", "-d", "uroce_eth0"]),
+                                  60).output
         for m in re.finditer(r"GID\[\s*(\d+)\]:\s+(\S+?),?\s+RoCE v2", out):
             if m.group(2) == want:
                 return int(m.group(1))
@@ -60,23 +59,8 @@ def gid_index(bench, stack, role):
 
 
 def set_loss(bench, percent):
-    ns = bench.f.ns
-    subprocess.run(["ip", "netns", "exec", ns, "nft", "delete", "table", "bridge", "ixloss"],
-                   capture_output=True)
-    if not percent:
-        return
-    rule = (f"table bridge ixloss {{ chain drop_some {{ type filter hook forward priority 0; "
-            f"ether type ip udp dport 4791 numgen random mod 100 < {percent} counter drop; }}; }}")
-    r = subprocess.run(["ip", "netns", "exec", ns, "nft", rule], capture_output=True, text=True)
-    if r.returncode:
-        raise vmlib.VMError(f"nft refused the loss rule: {r.stderr.strip()}")
-
-
-def dropped_count(bench):
-    r = subprocess.run(["ip", "netns", "exec", bench.f.ns, "nft", "list", "table", "bridge",
-                        "ixloss"], capture_output=True, text=True)
-    m = re.search(r"counter packets (\d+)", r.stdout)
-    return int(m.group(1)) if m else 0
+    bench.nft_table("ixloss", percent and
+                    f"ether type ip udp dport 4791 numgen random mod 100 < {percent} counter drop")
 
 
 def run_one(bench, prog, c_stack, s_stack, percent, stem, timeout, gids):
@@ -87,17 +71,7 @@ def run_one(bench, prog, c_stack, s_stack, percent, stem, timeout, gids):
             "c": dict(srv=srv.ip, dev="rxe0" if c_stack == "rxe" else "uroce_eth0",
                       gid=gids[(c_stack, "c")])}
     scmd, ccmd = srv_t.format(**fill["s"]), cli_t.format(**fill["c"])
-    caps, files = [], {}
-    for who, end in (("c", cli), ("s", srv)):
-        files[who] = f"{stem}-{who}.pcap"
-        p = subprocess.Popen(["ip", "netns", "exec", bench.f.ns, "tcpdump", "-i", end.dev, "-B",
-                              "65536", "--immediate-mode", "-U", "-w", files[who],
-                              "udp port 4791"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        for line in p.stderr:
-            if "listening on" in line:
-                break
-        caps.append(p)
+    caps, files = bench.capture_start(stem, (("c", cli), ("s", srv)), buffer_kib=65536)
     set_loss(bench, percent)
     t0 = time.monotonic()
     why, sjob = [], None
@@ -105,15 +79,13 @@ def run_one(bench, prog, c_stack, s_stack, percent, stem, timeout, gids):
         if s_stack == "rxe":
             bench.vm0.start("lsrv", f"exec {scmd}")
         else:
-            sjob = subprocess.Popen(bench.host_cmd(srv, [])[:4] + [f"{bench.bin}/uroce-run"] +
-                                    scmd.split(), stdout=subprocess.PIPE,
+            sjob = subprocess.Popen(bench.uroce(srv, scmd.split()), stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(1.5 if s_stack == "rxe" else 0.5)  # listening (rdma_cm or perftest's TCP)
         if c_stack == "rxe":
             c = bench.vm1.run(f"exec {ccmd}", timeout=timeout)
         else:
-            c = beh._run(bench.host_cmd(cli, [])[:4] + [f"{bench.bin}/uroce-run"] + ccmd.split(),
-                         timeout)
+            c = beh.run_bounded(bench.uroce(cli, ccmd.split()), timeout)
         left = max(5, timeout - (time.monotonic() - t0))
         if s_stack == "rxe":
             s = bench.vm0.wait("lsrv", timeout=left)
@@ -135,13 +107,10 @@ def run_one(bench, prog, c_stack, s_stack, percent, stem, timeout, gids):
                 why.append(f"{who} exited {r.rc}")
             elif check == "perftest" and not PERFTEST_ROW.search(r.output):
                 why.append(f"no result row from the {who}")
-        drops = dropped_count(bench)
+        drops = bench.nft_counter("ixloss")
     finally:
         set_loss(bench, 0)
-        time.sleep(0.3)
-        for p in caps:
-            p.terminate()
-            p.communicate(timeout=10)
+        bench.capture_stop(caps)
     pkts = beh.exchange(cli, srv, files["c"], files["s"])
     seen, requests, retx = set(), 0, 0
     for p in pkts:

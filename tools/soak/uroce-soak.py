@@ -113,12 +113,20 @@ def wait_tcp(port, deadline):
     return False
 
 
-def wait_text(p_out_lines, text, deadline):
+def wait_text(lines, text, deadline):
     while time.monotonic() < deadline:
-        if any(text in line for line in p_out_lines):
+        if any(text in line for line in lines):
             return True
         time.sleep(0.05)
     return False
+
+
+def wait_ready(ready, port, lines, deadline):
+    """A server is ready: listening on TCP @port (perftest), or uroce's log says its rdma_cm
+    listens on @port."""
+    if ready == "tcp":
+        return wait_tcp(port, deadline)
+    return wait_text(lines, f"rdma_cm: listening on port {port}", deadline)
 
 
 def reader(p, lines):
@@ -135,10 +143,7 @@ def pair(soak, name, server, client, port, ready, check):
         lines = []
         t = threading.Thread(target=reader, args=(s, lines), daemon=True)
         t.start()
-        deadline = time.monotonic() + 30
-        ok = wait_tcp(port, deadline) if ready == "tcp" else \
-            wait_text(lines, f"rdma_cm: listening on port {port}", deadline)
-        if not ok:
+        if not wait_ready(ready, port, lines, time.monotonic() + 30):
             os.killpg(s.pid, signal.SIGKILL)
             t.join(5)
             soak.fail(f"{name} run {n}: the server never listened:\n{''.join(lines)[-1500:]}")
@@ -185,7 +190,7 @@ def rss_kib(pid):
     return None
 
 
-def long_lived(soak, name, cmd, port, ready, client=None):
+def long_lived(soak, name, cmd, port, ready):
     """A process for the whole soak (and, for a persistent server, nothing else); its RSS is
     sampled after the first fifth of the time and at the end."""
     p = soak.start(cmd)
@@ -193,10 +198,7 @@ def long_lived(soak, name, cmd, port, ready, client=None):
     t = threading.Thread(target=reader, args=(p, lines), daemon=True)
     t.start()
     if ready:
-        deadline = time.monotonic() + 30
-        ok = wait_tcp(port, deadline) if ready == "tcp" else \
-            wait_text(lines, f"rdma_cm: listening on port {port}", deadline)
-        if not ok:
+        if not wait_ready(ready, port, lines, time.monotonic() + 30):
             soak.fail(f"{name}: never listened:\n{''.join(lines)[-1500:]}")
             os.killpg(p.pid, signal.SIGKILL)
             return p, lines, None
