@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 """uroce-bench's report: the Markdown tables, the CSV of every run and the SVG plots.
 
-A result is (section, x, system, repetition, metric, value): section is latency, bandwidth,
-bidirectional or connect; x the message size or the connection count; system uroce,
-hardware, udp, udp-uring or tcp.
+A result is (section, x, system, repetition, metric, value): section is latency, events,
+bandwidth, bidirectional or connect; x the message size or the connection count; system
+uroce, hardware, udp, udp-uring, udp-blocking, udp-mmsg or tcp.
 """
 import csv
 import math
@@ -15,9 +15,15 @@ import sys
 import time
 
 NAMES = {"uroce": "uroce", "hardware": "hardware", "udp": "UDP", "udp-uring": "UDP io_uring",
-         "tcp": "TCP"}
+         "udp-blocking": "UDP blocking", "udp-mmsg": "UDP mmsg busy", "tcp": "TCP"}
 COLOURS = {"uroce": "#d62728", "hardware": "#1f77b4", "udp": "#2ca02c", "udp-uring": "#8c564b",
-           "tcp": "#9467bd"}
+           "udp-blocking": "#7f7f7f", "udp-mmsg": "#17becf", "tcp": "#9467bd"}
+# The baselines of one question each: the section they run in (at what sizes: planned()) and
+# the metric of the one table they are a column of.
+SINGLE = {"udp-uring": ("latency", "latency"), "udp-blocking": ("events", "latency"),
+          "udp-mmsg": ("bandwidth", "rate")}
+# The message size of the message rate (its table, and the size the udp-mmsg baseline runs).
+RATE_SIZE = 64
 # The largest message of the io_uring ping-pong (uroce-sockbench --uring: one datagram).
 URING_MAX = 4096
 UNITS = {"latency": "us", "bandwidth": "Gb/s", "rate": "Mmsg/s", "connect": "us"}
@@ -32,6 +38,12 @@ TABLES = [
      "UDP io_uring: `uroce-sockbench udp latency --uring --size SIZE` (send and receive "
      "through io_uring with deferred task work, both sides polling its completions without "
      "sleeping; up to 4 KiB)."),
+    ("Latency with completion events", "events", "latency", None, "size", True,
+     "One-way latency of a ping-pong in which both sides sleep until a message arrives, "
+     "median of the runs (us; lower is better). uroce and hardware: `ib_send_lat -s SIZE -e` "
+     "(t_typical; it waits in `ibv_get_cq_event` after `ibv_req_notify_cq`); UDP blocking: "
+     "`uroce-sockbench udp latency --blocking --size SIZE` (both sides in a blocking "
+     "`recvmsg`)."),
     ("Bandwidth, one way", "bandwidth", "bandwidth", None, "size", False,
      "Gb/s (higher is better). uroce and hardware: `ib_write_bw -s SIZE --report_gbits` (BW "
      "average); UDP and TCP: `uroce-sockbench udp|tcp stream --size SIZE` (UDP: messages "
@@ -41,9 +53,13 @@ TABLES = [
      "Gb/s, both directions together (higher is better). uroce and hardware: `ib_write_bw "
      "-b`; UDP and TCP: `uroce-sockbench ... stream --bidir` (each process sends from a "
      "thread while it receives)."),
-    ("Message rate, 64 B", "bandwidth", "rate", 64, "size", False,
+    ("Message rate, 64 B", "bandwidth", "rate", RATE_SIZE, "size", False,
      "Millions of messages per second, one way (higher is better): the 64 B runs of the "
-     "one-way bandwidth table (TCP: one send call per message, Nagle coalescing)."),
+     "one-way bandwidth table (UDP: sendmmsg batches of 64, the receiver waiting for the first "
+     "datagram of each recvmmsg batch; TCP: one send call per message, Nagle coalescing); "
+     "UDP mmsg busy, the strong baseline: `uroce-sockbench udp stream --mmsg --size 64` "
+     "(sendmmsg batches of 64 that never block, recvmmsg batches of 64 polled without "
+     "sleeping)."),
     ("Connection setup", "connect", "connect", None, "connections", True,
      "Microseconds per connection, N connections started at once until all are established "
      "(lower is better). uroce and hardware: Debian's `cmtime -c N` (its `connect` step); "
@@ -103,11 +119,24 @@ def machine(version):
 
 
 def planned(section, x, system):
-    """Whether @system runs @section at @x: UDP has no connections, and the io_uring
-    ping-pong is a latency baseline of single datagrams."""
+    """Whether @system runs @section at @x: UDP has no connections, the io_uring ping-pong
+    is a latency baseline of single datagrams, the blocking ping-pong the baseline of the
+    events workload alone (which the other baselines do not run), the busy sendmmsg stream
+    the message rate's alone."""
     if system == "udp-uring":
         return section == "latency" and x <= URING_MAX
+    if system == "udp-blocking":
+        return section == "events"
+    if system == "udp-mmsg":
+        return section == "bandwidth" and x == RATE_SIZE
+    if section == "events":
+        return system in ("uroce", "hardware")
     return not (system == "udp" and section == "connect")
+
+
+def shown(section, metric, system):
+    """Whether @system has a column in the table of @metric over @section."""
+    return system not in SINGLE or SINGLE[system] == (section, metric)
 
 
 def values(results, section, metric, x, system):
@@ -136,8 +165,10 @@ def table(results, systems, spec):
         xs = [x for x in xs if x == fixed]
     if not xs:
         return []
-    here = [sy for sy in systems if any(planned(section, x, sy) for x in xs)]
-    ratios = [("uroce", b) for b in ("udp", "udp-uring", "tcp", "hardware")
+    here = [sy for sy in systems
+            if shown(section, metric, sy) and any(planned(section, x, sy) for x in xs)]
+    ratios = [("uroce", b) for b in ("udp", "udp-uring", "udp-blocking", "udp-mmsg", "tcp",
+                                     "hardware")
               if b in here and "uroce" in here]
     head = [xname] + [NAMES[sy] for sy in here] + [f"uroce / {NAMES[b]}" for _, b in ratios]
     out = [f"## {title}", "", what, "", "| " + " | ".join(head) + " |",
@@ -253,7 +284,7 @@ def medians(results, section, metric, system):
 
 def plot_latency(out_dir, results, systems):
     series = [(NAMES[sy], COLOURS[sy], False, medians(results, "latency", "latency", sy))
-              for sy in systems]
+              for sy in systems if shown("latency", "latency", sy)]
     svg_plot(os.path.join(out_dir, "latency.svg"), "One-way latency (median)", "us",
              series, True)
 
@@ -264,6 +295,6 @@ def plot_bandwidth(out_dir, results, systems):
                                                               True)):
         series += [(NAMES[sy] + label, COLOURS[sy], dashed,
                     medians(results, section, "bandwidth", sy)) for sy in systems
-                   if planned(section, 0, sy)]
+                   if planned(section, 0, sy) and shown(section, "bandwidth", sy)]
     svg_plot(os.path.join(out_dir, "bandwidth.svg"), "Bandwidth (median)", "Gb/s", series,
              False)

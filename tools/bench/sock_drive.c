@@ -18,16 +18,20 @@
 enum {
 	RECV_BUF = 1 << 20, /* a ping-pong's receive buffer */
 	RECV_SEG = 1 << 16, /* a coalesced UDP datagram fits */
-	RECV_BATCH = 64,    /* reads per recvmmsg */
 };
 
-/* Busy-poll @fd until @size bytes have arrived (a message may come as several datagrams). */
-static void recv_msg(int fd, char *buf, size_t size)
+/*
+ * Wait until @size bytes have arrived on @fd (a message may come as several datagrams):
+ * busy polling with a non-blocking recv, or (@blocking) asleep in a blocking recvmsg.
+ */
+static void recv_msg(int fd, char *buf, size_t size, bool blocking)
 {
+	struct iovec iov = {.iov_base = buf, .iov_len = RECV_BUF};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 	size_t got = 0;
 
 	while (got < size) {
-		ssize_t n = recv(fd, buf, RECV_BUF, MSG_DONTWAIT);
+		ssize_t n = blocking ? recvmsg(fd, &m, 0) : recv(fd, buf, RECV_BUF, MSG_DONTWAIT);
 
 		if (n > 0)
 			got += (size_t)n;
@@ -52,7 +56,8 @@ static int cmp_double(const void *x, const void *y)
 void sock_report_latency(double *t, long count)
 {
 	qsort(t, (size_t)count, sizeof(*t), cmp_double);
-	printf("latency %.2f us p99 %.2f us\n", t[count / 2] * 1e6, t[count * 99 / 100] * 1e6);
+	printf("latency %.2f us p99 %.2f us p99.9 %.2f us\n", t[count / 2] * 1e6,
+	       t[count * 99 / 100] * 1e6, t[count * 999 / 1000] * 1e6);
 }
 
 void sock_latency(const struct sock_ops *ops, const struct sock_run *r)
@@ -70,7 +75,7 @@ void sock_latency(const struct sock_ops *ops, const struct sock_run *r)
 		sock_die("fork");
 	if (child == 0) {
 		for (long i = 0; i < n; i++) {
-			recv_msg(fd[1], buf, r->size);
+			recv_msg(fd[1], buf, r->size, r->blocking);
 			send_msg(ops, fd[1], buf, r->size);
 		}
 		_exit(0);
@@ -79,7 +84,7 @@ void sock_latency(const struct sock_ops *ops, const struct sock_run *r)
 		double t0 = sock_now();
 
 		send_msg(ops, fd[0], buf, r->size);
-		recv_msg(fd[0], buf, r->size);
+		recv_msg(fd[0], buf, r->size, r->blocking);
 		if (i >= SOCK_WARMUP)
 			t[i - SOCK_WARMUP] = (sock_now() - t0) / 2;
 	}
@@ -109,26 +114,32 @@ static void *send_forever(void *arg)
 	return NULL;
 }
 
-/* Count the bytes that arrive on @fd during @seconds from now, a batch of reads at a time. */
-static double receive_for(int fd, double seconds, double *elapsed)
+/*
+ * Count the bytes that arrive on @fd during @seconds from now, a batch of reads at a time:
+ * waiting for the first of each batch, or (@busy) polling without ever sleeping.
+ */
+static double receive_for(int fd, double seconds, bool busy, double *elapsed)
 {
 	struct timeval tick = {0, 100000};
-	char *buf = sock_alloc((size_t)RECV_BATCH * RECV_SEG);
-	struct mmsghdr m[RECV_BATCH];
-	struct iovec iov[RECV_BATCH];
+	char *buf = sock_alloc((size_t)SOCK_BATCH * RECV_SEG);
+	struct mmsghdr m[SOCK_BATCH];
+	struct iovec iov[SOCK_BATCH];
 	double t0 = sock_now(), t, bytes = 0;
 
 	/* A receive timeout, so that the window's end is seen even when nothing arrives. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
+	if (!busy)
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
+	/* recvmmsg fills in msg_len and the flags; the buffers stay as they are. */
+	for (int i = 0; i < SOCK_BATCH; i++) {
+		iov[i] =
+			(struct iovec){.iov_base = buf + (size_t)i * RECV_SEG, .iov_len = RECV_SEG};
+		m[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1};
+	}
 	while ((t = sock_now()) - t0 < seconds) {
-		int n;
+		int n = recvmmsg(fd, m, SOCK_BATCH, busy ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
 
-		for (int i = 0; i < RECV_BATCH; i++) {
-			iov[i] = (struct iovec){.iov_base = buf + (size_t)i * RECV_SEG,
-						.iov_len = RECV_SEG};
-			m[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1};
-		}
-		n = recvmmsg(fd, m, RECV_BATCH, MSG_WAITFORONE, NULL);
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			sock_die("recvmmsg");
 		for (int i = 0; i < n; i++)
 			bytes += m[i].msg_len;
 	}
@@ -162,7 +173,7 @@ void sock_stream(const struct sock_ops *ops, const struct sock_run *r)
 			send_forever(&theirs);
 		if (pthread_create(&thread, NULL, send_forever, &theirs))
 			sock_die("pthread_create");
-		child_bytes = receive_for(fd[1], r->seconds, &child_secs);
+		child_bytes = receive_for(fd[1], r->seconds, r->busy, &child_secs);
 		if (write(report[1], &child_bytes, sizeof(child_bytes)) != sizeof(child_bytes))
 			sock_die("write");
 		_exit(0);
@@ -170,7 +181,7 @@ void sock_stream(const struct sock_ops *ops, const struct sock_run *r)
 	mine = (struct sender){ops, fd[0], r->size};
 	if (r->bidir && pthread_create(&thread, NULL, send_forever, &mine))
 		sock_die("pthread_create");
-	bytes = receive_for(fd[0], r->seconds, &secs);
+	bytes = receive_for(fd[0], r->seconds, r->busy, &secs);
 	if (r->bidir && read(report[0], &child_bytes, sizeof(child_bytes)) != sizeof(child_bytes))
 		sock_die("read");
 	kill(child, SIGKILL);

@@ -3,11 +3,13 @@
  * uroce-sockbench over UDP: connected sockets with large buffers; a message above SOCK_SEG
  * bytes leaves as UDP GSO segments and arrives coalesced (UDP GRO), and small messages are
  * streamed in sendmmsg batches: the kernel's fastest UDP paths (uroce's trains are GSO sends).
+ * sock_udp_mmsg streams batches of exactly SOCK_BATCH datagrams of one segment, never blocking.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <string.h>
@@ -23,7 +25,7 @@
 #endif
 
 /* One GSO send carries at most 64 KiB of UDP payload: 15 segments of SOCK_SEG. */
-enum { GSO_MAX = 15 * SOCK_SEG, BATCH_MAX = 64 };
+enum { GSO_MAX = 15 * SOCK_SEG };
 
 static int bound_socket(struct sockaddr_in *a)
 {
@@ -94,25 +96,50 @@ static ssize_t udp_send_msg(int fd, const char *buf, size_t size)
 	return (ssize_t)size;
 }
 
+/* Send @n datagrams of @size bytes in one sendmmsg call: the bytes sent, or -1. */
+static ssize_t send_batch(int fd, const char *buf, size_t size, int n, int flags)
+{
+	struct mmsghdr m[SOCK_BATCH];
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = size};
+	int sent;
+
+	for (int i = 0; i < n; i++)
+		m[i].msg_hdr = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1};
+	sent = sendmmsg(fd, m, (unsigned)n, flags);
+	return sent < 0 ? -1 : (ssize_t)((size_t)sent * size);
+}
+
 /* Small messages go out in a sendmmsg batch of up to 64 datagrams (at most 60 KiB). */
 static ssize_t udp_send_burst(int fd, const char *buf, size_t size)
 {
-	struct mmsghdr m[BATCH_MAX];
-	struct iovec iov = {.iov_base = (void *)buf, .iov_len = size};
 	int n = (int)(GSO_MAX / size);
-	int sent;
 
 	if (size > SOCK_SEG)
 		return udp_send_msg(fd, buf, size);
-	n = n > BATCH_MAX ? BATCH_MAX : n;
-	for (int i = 0; i < n; i++)
-		m[i].msg_hdr = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1};
-	sent = sendmmsg(fd, m, (unsigned)n, 0);
-	return sent < 0 ? -1 : (ssize_t)((size_t)sent * size);
+	return send_batch(fd, buf, size, n > SOCK_BATCH ? SOCK_BATCH : n, 0);
+}
+
+/*
+ * A batch of SOCK_BATCH datagrams (of at most SOCK_SEG bytes) that never waits: a full send
+ * buffer is EAGAIN, and the sender tries again at once.
+ */
+static ssize_t udp_send_mmsg(int fd, const char *buf, size_t size)
+{
+	if (size > SOCK_SEG) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return send_batch(fd, buf, size, SOCK_BATCH, MSG_DONTWAIT);
 }
 
 const struct sock_ops sock_udp = {
 	.pair = udp_pair,
 	.send_msg = udp_send_msg,
 	.send_burst = udp_send_burst,
+};
+
+const struct sock_ops sock_udp_mmsg = {
+	.pair = udp_pair,
+	.send_msg = udp_send_msg,
+	.send_burst = udp_send_mmsg,
 };

@@ -4,7 +4,7 @@
  * baselines of uroce-bench (sockbench.h says what each workload measures).
  *
  *   uroce-sockbench udp|tcp latency|stream|connect [--size N] [--count N] [--seconds S]
- *                   [--bidir] [--uring]
+ *                   [--bidir] [--uring] [--blocking] [--mmsg]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -50,19 +50,28 @@ static void usage(FILE *out)
 		"usage: " PROG " udp|tcp latency|stream|connect [OPTIONS]\n"
 		"The kernel's UDP or TCP path between two processes on 127.0.0.1: one line\n"
 		"\"WORKLOAD VALUE UNIT ...\".\n"
-		"  latency   ping-pong of --size bytes, both sides busy polling: median one way "
-		"(us)\n"
+		"  latency   ping-pong of --size bytes, both sides busy polling with non-blocking\n"
+		"            recv: \"latency MEDIAN us p99 P99 us p99.9 P999 us\", one way\n"
 		"  stream    --size byte messages sent as fast as possible for --seconds (Gb/s, "
 		"Mmsg/s);\n"
-		"            UDP sends messages above %d bytes as GSO segments of %d\n"
+		"            UDP sends messages above %d bytes as GSO segments of %d and smaller\n"
+		"            ones in sendmmsg batches (up to %d, at most 60 KiB); the receiver\n"
+		"            waits for the first datagram of each recvmmsg batch of %d\n"
 		"  connect   (tcp) --count connections started at once: us per connection\n"
 		"  --size N     message size, 1..%d (default 2)\n"
 		"  --count N    latency round trips (default 20000) or connections (default 1000)\n"
 		"  --seconds S  stream duration, (0, 600] (default 2)\n"
 		"  --bidir      stream both ways at once (the sum is reported)\n"
 		"  --uring      (udp latency) send and receive through io_uring, polling its\n"
-		"               completions without sleeping; --size at most %d\n",
-		SOCK_SEG, SOCK_SEG, SOCK_MAX_SIZE, SOCK_SEG);
+		"               completions without sleeping; --size at most %d\n"
+		"  --blocking   (latency) both sides sleep in a blocking recvmsg, never polling:\n"
+		"               the baseline of RDMA programs that wait on completion events\n"
+		"               (ib_send_lat -e)\n"
+		"  --mmsg       (udp stream, one way) the strong message-rate baseline: sendmmsg\n"
+		"               batches of exactly %d that never block, received by recvmmsg\n"
+		"               batches of %d polled without sleeping; --size at most %d\n",
+		SOCK_SEG, SOCK_SEG, SOCK_BATCH, SOCK_BATCH, SOCK_MAX_SIZE, SOCK_SEG, SOCK_BATCH,
+		SOCK_BATCH, SOCK_SEG);
 }
 
 /* A number option, or exit 2 naming it. */
@@ -89,11 +98,13 @@ int main(int argc, char **argv)
 		{"seconds", required_argument, NULL, 's'},
 		{"bidir", no_argument, NULL, 'b'},
 		{"uring", no_argument, NULL, 'u'},
+		{"blocking", no_argument, NULL, 'B'},
+		{"mmsg", no_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	struct sock_run r = {.size = 2, .count = 0, .seconds = 2};
-	bool uring = false;
+	bool uring = false, mmsg = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -112,6 +123,12 @@ int main(int argc, char **argv)
 			break;
 		case 'u':
 			uring = true;
+			break;
+		case 'B':
+			r.blocking = true;
+			break;
+		case 'm':
+			mmsg = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -137,6 +154,16 @@ int main(int argc, char **argv)
 			SOCK_SEG);
 		return 2;
 	}
+	if (r.blocking && (strcmp(work, "latency") || uring)) {
+		fprintf(stderr, PROG ": --blocking: only for latency, without --uring\n");
+		return 2;
+	}
+	if (mmsg && (!udp || strcmp(work, "stream") || r.bidir || r.size > SOCK_SEG)) {
+		fprintf(stderr, PROG ": --mmsg: only for udp stream, one way, --size at most %d\n",
+			SOCK_SEG);
+		return 2;
+	}
+	r.busy = mmsg;
 	if (!strcmp(work, "latency")) {
 		r.count = r.count ? r.count : 20000;
 		if (r.count < 100) {
@@ -148,7 +175,7 @@ int main(int argc, char **argv)
 		else
 			sock_latency(udp ? &sock_udp : &sock_tcp, &r);
 	} else if (!strcmp(work, "stream")) {
-		sock_stream(udp ? &sock_udp : &sock_tcp, &r);
+		sock_stream(mmsg ? &sock_udp_mmsg : udp ? &sock_udp : &sock_tcp, &r);
 	} else if (!strcmp(work, "connect") && tcp) {
 		r.count = r.count ? r.count : 1000;
 		if (r.count > 30000) {

@@ -16,6 +16,8 @@ struct sock_run {
 	long count;     /* latency: round trips measured; connect: connections */
 	double seconds; /* stream: how long the receiver counts */
 	bool bidir;     /* stream: both processes send and receive at once */
+	bool blocking;  /* latency: both processes wait in a blocking recvmsg, never polling */
+	bool busy;      /* stream: the receiver polls a non-blocking recvmmsg, never sleeping */
 };
 
 /*
@@ -23,6 +25,9 @@ struct sock_run {
  * uroce's trains carry a message's packets of one path MTU (4096 on loopback).
  */
 enum { SOCK_SEG = 4096, SOCK_MAX_SIZE = 1 << 20 };
+
+/* Datagrams per sendmmsg of a small-message stream, and per recvmmsg of a stream's receiver. */
+enum { SOCK_BATCH = 64 };
 
 /*
  * A ping-pong's round trips before the measured ones, and how long it may run: a datagram lost
@@ -46,15 +51,23 @@ struct sock_ops {
 	ssize_t (*send_burst)(int fd, const char *buf, size_t size);
 };
 
-extern const struct sock_ops sock_udp, sock_tcp;
+/*
+ * sock_udp_mmsg: sock_udp whose streaming sender sends batches of exactly SOCK_BATCH datagrams
+ * per sendmmsg without ever blocking (MSG_DONTWAIT), for messages of at most SOCK_SEG bytes:
+ * with a busy receiver (sock_run.busy), the kernel's best small-message rate.
+ */
+extern const struct sock_ops sock_udp, sock_udp_mmsg, sock_tcp;
 
 /*
  * The workloads print one line "WORKLOAD VALUE UNIT ..." and exit 1 with a message when a
  * system call fails:
- *   latency  the median (and 99th percentile) of half the round trip of a ping-pong of
- *            @r->size bytes, both processes busy polling (us)
+ *   latency  the median (and the 99th and 99.9th percentiles) of half the round trip of a
+ *            ping-pong of @r->size bytes, both processes busy polling, or with @r->blocking
+ *            both waiting in a blocking recvmsg (us)
  *   stream   the bytes received per second while the sender(s) send all they can for
- *            @r->seconds (Gb/s), and the messages per second (Mmsg/s)
+ *            @r->seconds (Gb/s), and the messages per second (Mmsg/s); the receiver reads
+ *            batches of SOCK_BATCH with recvmmsg, waiting for the first, or with @r->busy
+ *            polling without ever sleeping
  *   connect  (TCP) @r->count connections started at once, until all are accepted, per
  *            connection (us)
  */
@@ -67,7 +80,10 @@ void sock_latency_uring(const struct sock_run *r);
 void sock_stream(const struct sock_ops *ops, const struct sock_run *r);
 void tcp_connect(const struct sock_run *r);
 
-/* Sort the @count one-way times @t (seconds) and print the latency line. */
+/*
+ * Sort the @count one-way times @t (seconds) and print the latency line:
+ * "latency MEDIAN us p99 P99 us p99.9 P999 us".
+ */
 void sock_report_latency(double *t, long count);
 
 /* Shared helpers (sockbench.c). */

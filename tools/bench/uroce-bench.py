@@ -8,19 +8,30 @@ usage: uroce-bench [--quick | --smoke] [--reps N] [--out DIR] [--sections LIST]
                    [--udp-port N] [--tcp-port N]
 
 Workloads (between two processes on one host):
-  latency     2 B .. 64 KiB ping-pong, median one-way latency (us)
+  latency     2 B .. 64 KiB ping-pong, median one-way latency (us), both sides polling
+  events      the 2 B ping-pong with both sides waiting for completion events
+              (ib_send_lat -e), median one-way latency (us)
   bandwidth   64 B .. 1 MiB, one way and both ways at once (Gb/s)
   rate        64-byte message rate, one way (millions of messages per second)
   connect     1, 100 and 1,000 connections set up at once (us per connection)
 Systems:
-  uroce       unmodified perftest (ib_send_lat, ib_write_bw) and cmtime through uroce-run
+  uroce       unmodified perftest (ib_send_lat, with -e for events, ib_write_bw) and cmtime
+              through uroce-run
   hardware    the same programs on the system's rdma-core (uroce-run --backend verbs), when
               /sys/class/infiniband lists a device with a RoCE v2 IPv4 GID (or --hw-*);
               skipped with a line saying why otherwise
-  UDP, TCP    the same workloads over the kernel's sockets (uroce-sockbench)
+  UDP, TCP    the latency, bandwidth, rate and connect workloads over the kernel's sockets
+              (uroce-sockbench)
   UDP io_uring
               the latency ping-pong over UDP through io_uring, polling its completions
               without sleeping (uroce-sockbench udp latency --uring; sizes up to 4 KiB)
+  UDP blocking
+              the events workload's baseline: the UDP ping-pong with both sides asleep in a
+              blocking recvmsg (uroce-sockbench udp latency --blocking)
+  UDP mmsg busy
+              the 64-byte message rate's strong baseline: sendmmsg batches of 64 that never
+              block, received in recvmmsg batches of 64 polled without sleeping
+              (uroce-sockbench udp stream --mmsg)
 Every repetition runs each workload once on every system, one after the other, so that a
 noisy machine's drift hits all alike; the report gives medians with their spread.
 
@@ -36,10 +47,10 @@ Options:
                    figures measure little
   --reps N         repetitions (default 3)
   --out DIR        where the report goes (default: uroce-bench-report)
-  --sections LIST  a comma-separated subset of latency,bandwidth,rate,connect
-  --systems LIST   a comma-separated subset of uroce,hardware,udp,udp-uring,tcp (default:
-                   all; hardware only where a device is found). Named here, hardware
-                   without a device is an error (exit 1), not a skip
+  --sections LIST  a comma-separated subset of latency,events,bandwidth,rate,connect
+  --systems LIST   a comma-separated subset of uroce,hardware,udp,udp-uring,udp-blocking,
+                   udp-mmsg,tcp (default: all; hardware only where a device is found).
+                   Named here, hardware without a device is an error (exit 1), not a skip
   --hw-device DEV, --hw-gid N, --hw-addr IP
                    the RDMA device, its GID index and its IPv4 address for the hardware runs
                    (default: the first device with a RoCE v2 IPv4 GID)
@@ -69,8 +80,8 @@ PROG = "uroce-bench"
 # The version of the uroce this tool was built with (CMake fills it in). The library itself is
 # not loaded here: a sanitized build of it cannot be loaded into python.
 VERSION = "@PROJECT_VERSION@"
-SECTIONS = ("latency", "bandwidth", "rate", "connect")
-SYSTEMS = ("uroce", "hardware", "udp", "udp-uring", "tcp")
+SECTIONS = ("latency", "events", "bandwidth", "rate", "connect")
+SYSTEMS = ("uroce", "hardware", "udp", "udp-uring", "udp-blocking", "udp-mmsg", "tcp")
 # Where the kernel lists RDMA devices; UROCE_BENCH_SYSFS names another folder (for tests).
 SYSFS = os.environ.pop("UROCE_BENCH_SYSFS", "/sys/class/infiniband")
 RUN_TIMEOUT = 120
@@ -308,19 +319,29 @@ def number(s):
 
 # --- the workloads: each returns {metric: value} for one run on one system -----------------
 
-def latency(r, p, system, size):
-    if system in ("udp", "tcp", "udp-uring"):
-        proto = ["udp", "latency", "--uring"] if system == "udp-uring" else [system, "latency"]
-        out = r.sock(proto + ["--size", str(size), "--count", str(p["lat_iters"])])
+# The ping-pongs of uroce-sockbench: system -> its arguments before --size.
+SOCK_LATENCY = {"udp": ["udp", "latency"], "tcp": ["tcp", "latency"],
+                "udp-uring": ["udp", "latency", "--uring"],
+                "udp-blocking": ["udp", "latency", "--blocking"]}
+
+
+def latency(r, p, system, size, events=False):
+    """The median one way of a ping-pong; @events: perftest waits for completion events
+    (-e), and its baseline (udp-blocking) sleeps in recvmsg."""
+    if system in SOCK_LATENCY:
+        out = r.sock(SOCK_LATENCY[system] + ["--size", str(size), "--count",
+                                             str(p["lat_iters"])])
         return {"latency": number(out[1])} if out else {}
     row = perftest_row(r.pair(system, ["ib_send_lat", "-s", str(size), "-n",
-                                       str(p["lat_iters"])], "tcp"))
+                                       str(p["lat_iters"])] + (["-e"] if events else []),
+                              "tcp"))
     return {"latency": number(row[4])} if row else {}  # t_typical: the median
 
 
 def bandwidth(r, p, system, size, bidir):
-    if system in ("udp", "tcp"):
-        out = r.sock([system, "stream", "--size", str(size), "--seconds", str(p["seconds"])]
+    if system in ("udp", "tcp", "udp-mmsg"):
+        proto = ["udp", "stream", "--mmsg"] if system == "udp-mmsg" else [system, "stream"]
+        out = r.sock(proto + ["--size", str(size), "--seconds", str(p["seconds"])]
                      + (["--bidir"] if bidir else []))
         return {"bandwidth": number(out[1]), "rate": number(out[3])} if out else {}
     iters = max(1000, min(200000, p["bw_bytes"] // size))
@@ -351,6 +372,8 @@ def workloads(a, p):
     w = []
     if "latency" in a.sections:
         w += [("latency", s, lambda r, sy, s=s: latency(r, p, sy, s)) for s in p["lat_sizes"]]
+    if "events" in a.sections:
+        w += [("events", 2, lambda r, sy: latency(r, p, sy, 2, events=True))]
     bw = "bandwidth" in a.sections
     if bw or "rate" in a.sections:
         sizes = sorted(set((p["bw_sizes"] if bw else []) + ([64] if "rate" in a.sections
