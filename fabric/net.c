@@ -773,6 +773,11 @@ void uroce_net_unpoll(struct uroce_net *net)
 	uroce_progress_unpoll(net->progress);
 }
 
+int uroce_net_wait(struct uroce_net *net, int fd, bool (*ready)(void *arg), void *arg)
+{
+	return uroce_progress_wait(net->progress, fd, ready, arg);
+}
+
 uint32_t uroce_net_rx_budget(const struct uroce_net *net)
 {
 	uint32_t min = UINT32_MAX;

@@ -187,6 +187,12 @@ int uroce_net_poll(struct uroce_net *net);
 void uroce_net_unpoll(struct uroce_net *net);
 
 /*
+ * Block until @fd is readable or @ready(@arg), receiving meanwhile (uroce_progress_wait): 0,
+ * EINTR, or ppoll's errno. Not from a callback.
+ */
+int uroce_net_wait(struct uroce_net *net, int fd, bool (*ready)(void *arg), void *arg);
+
+/*
  * The bytes of RoCE packets one sender may have in flight to this host: half this process's
  * smallest socket receive buffer as SO_RCVBUF reports it (twice what was asked, for the
  * kernel's accounting of each datagram's whole buffer). With root that is 8 MiB, more than the

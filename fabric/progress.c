@@ -7,6 +7,8 @@
 #include "fabric/progress.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,13 +257,27 @@ static void reap_watches(struct uroce_progress *p)
 	}
 }
 
-static void on_wake(void *arg)
+/* Empty the non-blocking eventfd @fd. */
+static void on_drain(int fd)
 {
-	struct uroce_progress *p = arg;
 	uint64_t v;
 
-	while (read(p->evfd, &v, sizeof(v)) > 0)
+	while (nc_read(fd, &v, sizeof(v)) > 0)
 		;
+}
+
+static void on_wake(void *arg)
+{
+	on_drain(((struct uroce_progress *)arg)->evfd);
+}
+
+/* Make the eventfd @fd readable. */
+static void signal_fd(int fd)
+{
+	uint64_t one = 1;
+
+	/* Fails only when the counter is saturated, which leaves it readable as well. */
+	(void)!nc_write(fd, &one, sizeof(one));
 }
 
 static void report_start(struct uroce_progress *p, int err)
@@ -328,7 +344,11 @@ static void end_batch(struct uroce_progress *p)
  */
 static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
 {
-	uint64_t at = atomic_load(&p->last_poll) + p->idle_ns;
+	uint64_t at;
+
+	if (atomic_load(&p->waiters)) /* a thread blocked in uroce_progress_wait() receives */
+		atomic_store(&p->last_poll, now);
+	at = atomic_load(&p->last_poll) + p->idle_ns;
 
 	if (at > now && now >= p->idle_check && p->idle_ns < POLL_IDLE_MAX_NS) {
 		p->idle_ns *= 2;
@@ -374,12 +394,18 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 		 * said it goes to sleep (uroce_progress_unpoll) ended its turn as it should. */
 		if (atomic_load(&p->last_poll))
 			pace_handovers(p, now);
+		/* An unpoll that no waiter followed: the next ones give the sockets back at once.
+		 */
+		if (atomic_exchange(&p->unpolled, false))
+			atomic_store(&p->waiter_follows, false);
 		atomic_store(&p->want_app, false);
 		atomic_store(&p->app_rx, false);
+		on_drain(p->handed_fd);
 		if (p->ops->polling_ended)
 			p->ops->polling_ended(p->arg);
 	} else if (atomic_load(&p->want_app) && p->backend->release(p)) {
 		atomic_store(&p->app_rx, true);
+		signal_fd(p->handed_fd);
 		p->idle_ns = POLL_IDLE_MIN_NS;
 		p->handed_at = now;
 		p->idle_check = now + p->idle_ns;
@@ -454,11 +480,7 @@ static void *progress_main(void *arg)
 
 static void wake_thread(void *arg)
 {
-	struct uroce_progress *p = arg;
-	uint64_t one = 1;
-
-	/* Fails only when the counter is saturated, which wakes the thread as well. */
-	(void)!nc_write(p->evfd, &one, sizeof(one));
+	signal_fd(((struct uroce_progress *)arg)->evfd);
 }
 
 static void free_progress(struct uroce_progress *p)
@@ -474,6 +496,8 @@ static void free_progress(struct uroce_progress *p)
 	reap_watches(p);
 	if (p->evfd >= 0)
 		close(p->evfd);
+	if (p->handed_fd >= 0)
+		close(p->handed_fd);
 	if (p->epfd >= 0)
 		close(p->epfd);
 	if (p->direct)
@@ -506,6 +530,7 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	p->arg = arg;
 	p->epfd = -1;
 	p->evfd = -1;
+	p->handed_fd = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_cond_init(&p->started_cond, NULL);
@@ -533,7 +558,9 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	rearm_msgs(p->direct, RX_BATCH);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (p->epfd < 0 || p->evfd < 0 || !uroce_progress_watch(p, p->evfd, on_wake, p)) {
+	p->handed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->epfd < 0 || p->evfd < 0 || p->handed_fd < 0 ||
+	    !uroce_progress_watch(p, p->evfd, on_wake, p)) {
 		err = errno;
 		goto fail;
 	}
@@ -638,7 +665,8 @@ int uroce_progress_poll(struct uroce_progress *p)
 
 bool uroce_progress_polled(const struct uroce_progress *p)
 {
-	return atomic_load(&p->app_rx);
+	/* A thread blocked in uroce_progress_wait() does not poll again soon. */
+	return atomic_load(&p->app_rx) && !atomic_load(&p->waiters);
 }
 
 void uroce_progress_unpoll(struct uroce_progress *p)
@@ -646,9 +674,112 @@ void uroce_progress_unpoll(struct uroce_progress *p)
 	empty_polls = 0;
 	if (!atomic_load(&p->want_app) && !atomic_load(&p->app_rx))
 		return;
+	if (atomic_load(&p->waiter_follows)) {
+		/* It will sleep in uroce_progress_wait(), which receives: the sockets stay, until
+		 * the idle window if it does not come (which ends the guess). */
+		atomic_store(&p->unpolled, true);
+		atomic_store(&p->last_poll, uroce_now());
+		return;
+	}
 	atomic_store(&p->last_poll, 0);
 	atomic_store(&p->want_app, false);
 	wake_thread(p);
+}
+
+/* A waiter cancelled in ppoll (or leaving): it no longer receives. */
+static void waiter_leave(void *arg)
+{
+	struct uroce_progress *p = arg;
+
+	atomic_store(&p->last_poll, uroce_now());
+	atomic_fetch_sub(&p->waiters, 1);
+}
+
+/*
+ * A waiter's turn at the sockets, if they are the application's: receive on the first @polled
+ * that @pfd (after the waiter's @fd) says are readable, on all of them if @polled is 0, then
+ * look at @ready. Not ready: the thread will
+ * sleep, so what the datagrams called for (ACKs) leaves now; ready: it is put off as after a
+ * busy poll (uroce_progress_poll), since the caller's next post or poll sends it first.
+ * Cancellation is off meanwhile: a callback may make a system call that is a cancellation
+ * point, and must not end holding the receive lock or a QP's.
+ */
+static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsigned int polled,
+		      bool (*ready)(void *arg), void *arg)
+{
+	unsigned int n = progress_udp_count(p), got = 0;
+	bool is_ready;
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	rx_lock(p);
+	if (atomic_load(&p->app_rx)) {
+		uint64_t now = uroce_now();
+
+		for (unsigned int i = 0; i < n; i++)
+			if (!polled || (i < polled && pfd[1 + i].revents))
+				got += progress_receive_slot(p, i, now);
+	}
+	if (got)
+		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
+	is_ready = ready(arg);
+	if (!is_ready)
+		end_batch(p);
+	rx_unlock(p);
+	pthread_setcancelstate(old, NULL);
+	return is_ready;
+}
+
+int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *arg), void *arg)
+{
+	struct pollfd pfd[1 + PROGRESS_MAX_UDP];
+	unsigned int polled = 0; /* sockets in the last ppoll */
+	int err = 0;
+
+	atomic_fetch_add(&p->waiters, 1);
+	atomic_store(&p->waiter_follows, true);
+	atomic_store(&p->unpolled, false);
+	empty_polls = 0;
+	pthread_cleanup_push(waiter_leave, p);
+	if (!atomic_load(&p->app_rx) && !atomic_exchange(&p->want_app, true))
+		wake_thread(p);
+	for (;;) {
+		unsigned int n = progress_udp_count(p), k = 1;
+		int r;
+
+		if (wait_turn(p, pfd, polled, ready, arg))
+			break;
+		pfd[0] = (struct pollfd){.fd = fd, .events = POLLIN};
+		/*
+		 * The sockets while they are the application's; the hand-over's eventfd while
+		 * they are still the thread's (a receive the thread makes wakes this one
+		 * through @fd). Either way every datagram has a receiver.
+		 */
+		if (atomic_load(&p->app_rx)) {
+			for (unsigned int i = 0; i < n; i++)
+				pfd[k++] =
+					(struct pollfd){.fd = p->udp[i].sock.fd, .events = POLLIN};
+			polled = n;
+		} else {
+			pfd[k++] = (struct pollfd){.fd = p->handed_fd, .events = POLLIN};
+			polled = 0;
+		}
+		r = ppoll(pfd, k, NULL, NULL); /* the cancellation point */
+		if (r < 0 && errno != EINTR) {
+			err = errno;
+			uroce_log(UROCE_LOG_ERROR, "waiting for a completion event: %s",
+				  strerror(err));
+			break;
+		}
+		if (r < 0) {
+			err = EINTR;
+			break;
+		}
+		if (pfd[0].revents)
+			break;
+	}
+	pthread_cleanup_pop(1);
+	return err;
 }
 
 struct uroce_watch *uroce_progress_watch(struct uroce_progress *p, int fd, void (*ready)(void *arg),

@@ -120,6 +120,20 @@ int uroce_progress_poll(struct uroce_progress *p);
  */
 void uroce_progress_unpoll(struct uroce_progress *p);
 
+/*
+ * The calling thread blocks until @fd is readable or @ready(@arg) is true (ibv_get_cq_event on
+ * a blocking completion channel) and receives meanwhile, as a polling thread does: it asks for
+ * the sockets and waits in ppoll on them and @fd, so that a datagram completing what it waits
+ * for wakes it directly rather than through the progress thread and then @fd (one wake-up a
+ * message instead of two). While a thread waits so, it counts as polling all the time; an
+ * unpoll (uroce_progress_unpoll) that a wait follows keeps the sockets with the application.
+ * @ready runs under the receive lock after each receive: a quick look at the caller's queue.
+ * Cancellation: ppoll is a cancellation point, the receives are not. Returns 0 when the caller
+ * should look (@ready, or @fd readable), EINTR when a signal interrupted the wait, or ppoll's
+ * errno (ENOMEM; logged).
+ */
+int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *arg), void *arg);
+
 /* Whether polling threads have the sockets now (they will poll again within microseconds). */
 bool uroce_progress_polled(const struct uroce_progress *p);
 

@@ -68,6 +68,17 @@ struct uroce_progress {
 	atomic_bool want_app;
 	atomic_bool app_rx;         /* written under rx_lock */
 	_Atomic uint64_t last_poll; /* uroce_now() of the latest uroce_progress_poll() */
+	/*
+	 * Threads blocked in uroce_progress_wait() (they count as polling all the while); an
+	 * eventfd readable while the sockets are the application's (written at the hand-over,
+	 * drained at the take-back), which wakes a waiter that found them still the thread's;
+	 * whether this process's threads sleep in uroce_progress_wait() after an unpoll, and an
+	 * unpoll no waiter has followed yet (uroce_progress_unpoll).
+	 */
+	_Atomic unsigned int waiters;
+	int handed_fd;
+	atomic_bool waiter_follows;
+	atomic_bool unpolled;
 	/* Progress thread: how long polls may pause before it takes the sockets back, and when it
 	 * last planned to look (progress.c, poll_idle_at). */
 	uint64_t idle_ns, idle_check;

@@ -13,10 +13,13 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -53,6 +56,8 @@ static atomic_bool inside;
 static atomic_bool segments_open;
 static atomic_int ends, bad_end;
 
+static int notify_fd = -1; /* written for each datagram, if open */
+
 static void datagram(void *arg, const struct uroce_rx *rx)
 {
 	(void)arg;
@@ -66,6 +71,12 @@ static void datagram(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&bad_payload, 1); /* each datagram's header values, GRO or not */
 	if (atomic_fetch_add(&received, 1) == 0)
 		usleep((useconds_t)atomic_load(&stall_us));
+	if (notify_fd >= 0) { /* as a completion channel's eventfd is written */
+		uint64_t one = 1;
+
+		if (write(notify_fd, &one, sizeof(one)) != sizeof(one))
+			atomic_fetch_add(&bad_payload, 1);
+	}
 	atomic_store(&inside, false);
 	atomic_store(&segments_open, true);
 }
@@ -286,6 +297,181 @@ Test(progress, io_uring_polling_thread_receives_on_every_socket)
 Test(progress, epoll_polling_thread_receives_on_every_socket)
 {
 	polling_thread_receives_on_every_socket(UROCE_BACKEND_EPOLL);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A watchdog: after @seconds, SIGALRM to the thread that started it, whose wait then ends with
+ * EINTR (alarm() would signal any thread of the process, criterion's among them); a wait that
+ * spins rather than sleeps is not interrupted so, and 5 s later the test aborts.
+ */
+static pthread_t watchdog, watched_thread;
+static unsigned int watchdog_seconds;
+
+static void *watchdog_main(void *arg)
+{
+	(void)arg;
+	sleep(watchdog_seconds);
+	pthread_kill(watched_thread, SIGALRM);
+	sleep(5);
+	fprintf(stderr, "a wait neither ended nor was interrupted\n");
+	abort();
+}
+
+static void watchdog_start(unsigned int seconds)
+{
+	cr_assert_eq(sigaction(SIGALRM, &(struct sigaction){.sa_handler = on_alarm}, NULL), 0);
+	watched_thread = pthread_self();
+	watchdog_seconds = seconds;
+	cr_assert_eq(pthread_create(&watchdog, NULL, watchdog_main, NULL), 0);
+}
+
+static void watchdog_stop(void)
+{
+	pthread_cancel(watchdog);
+	pthread_join(watchdog, NULL);
+}
+
+static atomic_int ready_at; /* waited_ready() is true once this many have come */
+
+static bool waited_ready(void *arg)
+{
+	(void)arg;
+	return atomic_load(&received) >= atomic_load(&ready_at);
+}
+
+static pthread_t sender_thread;
+
+static void *send_20_slowly(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 20; i++) {
+		usleep(5000);
+		send_n(1);
+	}
+	return NULL;
+}
+
+/*
+ * A thread blocked in uroce_progress_wait() receives itself: first, datagrams sent one at a
+ * time, each waited for on the eventfd the callback writes (as ibv_get_cq_event does), until
+ * the waiting thread receives one; then 20 more sent 5 ms apart (50 times the shortest idle
+ * window) within one wait, which ends only when all have come: the progress thread never
+ * takes the sockets back from a thread blocked so, so the waiting thread receives every one.
+ */
+static void waiting_thread_receives(enum uroce_backend backend)
+{
+	struct uroce_progress *p;
+	int sent = 0, before;
+	uint64_t v;
+
+	test_thread = pthread_self();
+	watchdog_start(20); /* a wait that never ends fails with EINTR */
+	notify_fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_geq(notify_fd, 0);
+	open_sock(&sock);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
+	for (time_t end = time(NULL) + 10; !atomic_load(&on_test_thread) && time(NULL) < end;) {
+		send_n(1);
+		atomic_store(&ready_at, ++sent);
+		cr_assert_eq(uroce_progress_wait(p, notify_fd, waited_ready, NULL), 0,
+			     "datagram %d never came", sent);
+		cr_assert_eq(read(notify_fd, &v, sizeof(v)), sizeof(v));
+	}
+	cr_assert_gt(atomic_load(&on_test_thread), 0, "the waiting thread received none");
+	before = atomic_load(&on_test_thread);
+	atomic_store(&ready_at, sent + 20);
+	cr_assert_eq(pthread_create(&sender_thread, NULL, send_20_slowly, NULL), 0);
+	cr_assert_eq(uroce_progress_wait(p, -1, waited_ready, NULL), 0,
+		     "the 20 datagrams did not all come");
+	watchdog_stop();
+	pthread_join(sender_thread, NULL);
+	cr_assert_eq(atomic_load(&received), sent + 20);
+	cr_assert_eq(atomic_load(&on_test_thread), before + 20,
+		     "the progress thread received while a thread waited");
+	cr_assert_eq(atomic_load(&bad_payload), 0);
+	cr_assert_eq(atomic_load(&overlapping), 0);
+	uroce_progress_stop(p);
+	uroce_udp_close(&sock);
+	close(notify_fd);
+	notify_fd = -1;
+}
+
+Test(progress, io_uring_waiting_thread_receives)
+{
+	waiting_thread_receives(UROCE_BACKEND_IO_URING);
+}
+
+Test(progress, epoll_waiting_thread_receives)
+{
+	waiting_thread_receives(UROCE_BACKEND_EPOLL);
+}
+
+static bool never_ready(void *arg)
+{
+	(void)arg;
+	return false;
+}
+
+static void *wait_for_ever(void *arg)
+{
+	uroce_progress_wait(arg, -1, never_ready, NULL);
+	return NULL;
+}
+
+/*
+ * A waiting thread cancelled (rping cancels its CQ thread in ibv_get_cq_event) gives the
+ * sockets back: the progress thread receives again.
+ */
+static void cancelled_waiter_gives_the_sockets_back(enum uroce_backend backend)
+{
+	struct uroce_progress *p;
+	pthread_t t;
+
+	open_sock(&sock);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
+	cr_assert_eq(pthread_create(&t, NULL, wait_for_ever, p), 0);
+	usleep(20000);
+	send_n(1);
+	wait_received(1);
+	cr_assert_eq(atomic_load(&received), 1, "neither the waiter nor the thread received");
+	cr_assert_eq(pthread_cancel(t), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	usleep(20000); /* past the idle window */
+	send_n(10);
+	wait_received(11);
+	cr_assert_eq(atomic_load(&received), 11, "nobody received after the waiter was cancelled");
+	cr_assert_eq(atomic_load(&bad_payload), 0);
+	uroce_progress_stop(p);
+	uroce_udp_close(&sock);
+}
+
+Test(progress, io_uring_cancelled_waiter_gives_the_sockets_back)
+{
+	cancelled_waiter_gives_the_sockets_back(UROCE_BACKEND_IO_URING);
+}
+
+Test(progress, epoll_cancelled_waiter_gives_the_sockets_back)
+{
+	cancelled_waiter_gives_the_sockets_back(UROCE_BACKEND_EPOLL);
+}
+
+/* A signal handler interrupts the wait: EINTR, for the caller to decide (SA_RESTART). */
+Test(progress, signal_interrupts_a_wait)
+{
+	struct uroce_progress *p;
+
+	open_sock(&sock);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, UROCE_BACKEND_AUTO), 0);
+	watchdog_start(1);
+	cr_assert_eq(uroce_progress_wait(p, -1, never_ready, NULL), EINTR);
+	watchdog_stop();
+	uroce_progress_stop(p);
+	uroce_udp_close(&sock);
 }
 
 Test(progress, io_uring_gro_train)

@@ -80,7 +80,7 @@ UROCE_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asy
 	struct uroce_context *ctx = to_uctx(context);
 	struct uroce_event e;
 
-	if (uroce_evq_pop(&ctx->async, &e, async_event_taken))
+	if (uroce_evq_pop(&ctx->async, &e, async_event_taken, NULL))
 		return -1;
 	event->event_type = e.type;
 	switch (event_object(e.type)) {

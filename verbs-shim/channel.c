@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Completion channels: ibv_create_comp_channel, ibv_get_cq_event, ibv_ack_cq_events. */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
+
+#include "verbs-shim/engine.h"
 
 #include "verbs-shim/export.h"
 #include "verbs-shim/objects.h"
@@ -54,14 +58,57 @@ static void cq_event_taken(const struct uroce_event *e)
 	pthread_mutex_unlock(&cq->mutex);
 }
 
+static bool events_ready(void *arg)
+{
+	return uroce_evq_ready(arg);
+}
+
+/*
+ * Whether a wait that a signal handler interrupted goes on, as a read() of the kernel's
+ * channel would: when every handler installed has SA_RESTART (signal() installs them so,
+ * perftest's SIGALRM for -D among them). ppoll itself never restarts (signal(7)).
+ */
+static bool wait_restarts(void)
+{
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa))
+			continue;
+		if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
+		    !(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Before a read() of a blocking channel: wait receiving (uroce_engine_wait), so that the
+ * datagram that completes a CQE wakes this thread itself, one wake-up instead of the progress
+ * thread's and then this one's. A non-blocking channel reads at once (EAGAIN when empty);
+ * if the wait fails otherwise, read() blocks as before and the progress thread receives.
+ */
+static int wait_receiving(struct uroce_evq *q)
+{
+	int flags = fcntl(q->fd, F_GETFL);
+	int err;
+
+	if (flags < 0 || (flags & O_NONBLOCK))
+		return 0;
+	do
+		err = uroce_engine_wait(q->fd, events_ready, q);
+	while (err == EINTR && wait_restarts());
+	return err == EINTR ? EINTR : 0;
+}
+
 UROCE_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				  void **cq_context)
 {
 	struct uroce_event e;
 	struct ibv_cq *c;
 
-	/* Blocks in read(): pthread_cancel works here (ABI.md §3.3). */
-	if (uroce_evq_pop(&to_uchannel(channel)->events, &e, cq_event_taken))
+	/* Blocks in ppoll or read(): pthread_cancel works here (ABI.md §3.3). */
+	if (uroce_evq_pop(&to_uchannel(channel)->events, &e, cq_event_taken, wait_receiving))
 		return -1;
 	c = e.obj;
 	*cq = c;

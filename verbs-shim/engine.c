@@ -827,6 +827,14 @@ void uroce_engine_unpoll(void)
 	}
 }
 
+int uroce_engine_wait(int fd, bool (*ready)(void *arg), void *arg)
+{
+	if (!atomic_load_explicit(&net_ready, memory_order_acquire))
+		return 0;
+	flush_held(NULL);
+	return uroce_net_wait(net, fd, ready, arg);
+}
+
 void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int attr_mask)
 {
 	/* What a received packet called for (an ACK a polling thread put off, net.h) leaves

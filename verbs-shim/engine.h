@@ -90,4 +90,12 @@ const char *uroce_engine_capture_path(void);
 /* A CQ was armed for an event: the thread will sleep, the progress thread must receive. */
 void uroce_engine_unpoll(void);
 
+/*
+ * The thread blocks until @fd is readable or @ready(@arg) (a completion channel): it receives
+ * meanwhile (uroce_net_wait), after sending the posts held for a burst. Returns 0 when the
+ * caller should look, also at once when no engine runs (the caller then blocks as usual), or
+ * EINTR when a signal interrupted the wait, or ppoll's errno.
+ */
+int uroce_engine_wait(int fd, bool (*ready)(void *arg), void *arg);
+
 #endif

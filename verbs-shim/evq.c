@@ -57,13 +57,28 @@ int uroce_evq_push(struct uroce_evq *q, int type, void *obj)
 	return err;
 }
 
+bool uroce_evq_ready(struct uroce_evq *q)
+{
+	bool ready;
+
+	pthread_mutex_lock(&q->lock);
+	ready = q->head != NULL;
+	pthread_mutex_unlock(&q->lock);
+	return ready;
+}
+
 int uroce_evq_pop(struct uroce_evq *q, struct uroce_event *out,
-		  void (*taken)(const struct uroce_event *e))
+		  void (*taken)(const struct uroce_event *e), int (*wait)(struct uroce_evq *q))
 {
 	for (;;) {
 		struct uroce_event *e;
 		uint64_t count;
+		int err = wait ? wait(q) : 0;
 
+		if (err) {
+			errno = err;
+			return -1;
+		}
 		if (read(q->fd, &count, sizeof(count)) != sizeof(count))
 			return -1;
 		pthread_mutex_lock(&q->lock);

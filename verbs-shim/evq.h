@@ -13,6 +13,7 @@
 #define UROCE_VERBS_SHIM_EVQ_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 struct uroce_event {
 	struct uroce_event *next;
@@ -36,11 +37,15 @@ int uroce_evq_push(struct uroce_evq *q, int type, void *obj);
 /*
  * Take the oldest event, blocking in read() while there is none (unless the fd is O_NONBLOCK).
  * TAKEN (may be NULL) runs under the queue lock for the event handed out, so that counting it
- * as reported cannot race with uroce_evq_cancel() in a destroy.
- * Returns 0, or -1 with read()'s errno (EAGAIN when non-blocking and empty, EINTR).
+ * as reported cannot race with uroce_evq_cancel() in a destroy. WAIT (may be NULL) runs before
+ * each read(): it may block until an event is queued, and returns 0 to go on to read() or an
+ * errno value to fail with.
+ * Returns 0, or -1 with read()'s errno (EAGAIN when non-blocking and empty, EINTR) or WAIT's.
  */
 int uroce_evq_pop(struct uroce_evq *q, struct uroce_event *out,
-		  void (*taken)(const struct uroce_event *e));
+		  void (*taken)(const struct uroce_event *e), int (*wait)(struct uroce_evq *q));
+/* Whether an event is queued (a read() would not block unless another thread takes it). */
+bool uroce_evq_ready(struct uroce_evq *q);
 /* Cancel the pending events of OBJ; returns how many were cancelled. */
 unsigned int uroce_evq_cancel(struct uroce_evq *q, const void *obj);
 

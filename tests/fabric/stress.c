@@ -8,7 +8,8 @@
  *    process joins, and both exchange datagrams (forwarded by the hub).
  * 2. Meanwhile, in this process: two threads send to our own QPNs over IPv4 and IPv6, one arms
  *    and cancels timers that the progress thread fires, one allocates and frees QPNs, and one
- *    polls (uroce_net_poll) in bursts, so that it receives in turn with the progress thread.
+ *    polls (uroce_net_poll) in bursts, so that it receives in turn with the progress thread,
+ *    and one blocks in uroce_net_wait (as ibv_get_cq_event does) for 50 datagrams at a time.
  *    Callbacks must never overlap.
  * 3. The peer is killed: this process takes over as hub, and a new peer joins and exchanges.
  */
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "fabric/net.h"
@@ -34,7 +36,9 @@ static struct uroce_net *net;
 static _Atomic uint32_t my_qpn; /* read on the progress thread */
 static atomic_uint received, bad_icrc, from_peer, timer_fires, overlaps, polled;
 static atomic_bool inside, stop_polling, poll_steadily;
-static _Thread_local bool is_poller;
+static _Thread_local bool is_poller, is_waiter;
+static atomic_uint waited;   /* datagrams the waiting thread received */
+static int wake_waiter = -1; /* an eventfd: the waiting thread stops */
 static int have_v6;
 
 #define CHECK(cond, ...)                                                                           \
@@ -55,6 +59,8 @@ static void on_recv(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&overlaps, 1);
 	if (is_poller)
 		atomic_fetch_add(&polled, 1);
+	if (is_waiter)
+		atomic_fetch_add(&waited, 1);
 	if (roce_icrc_verify(&ip, rx->roce, rx->len) != ROCE_ICRC_OK)
 		atomic_fetch_add(&bad_icrc, 1);
 	/* DETH SrcQP (bytes 17..19): ours, or the peer's. */
@@ -158,6 +164,26 @@ static void *poller(void *arg)
 	return NULL;
 }
 
+static unsigned int wait_from;
+
+static bool fifty_more(void *arg)
+{
+	(void)arg;
+	return atomic_load(&received) >= wait_from + 50;
+}
+
+/* Blocked in uroce_net_wait for 50 datagrams at a time, until wake_waiter is written. */
+static void *waiter(void *arg)
+{
+	(void)arg;
+	is_waiter = true;
+	while (!atomic_load(&stop_polling)) {
+		wait_from = atomic_load(&received);
+		CHECK(!uroce_net_wait(net, wake_waiter, fifty_more, NULL), "wait");
+	}
+	return NULL;
+}
+
 /*
  * Whether the polling thread ever takes the receiving over while the senders run is a matter of
  * timing: a hand-over needs consecutive polls, which a loaded machine under TSan may not give
@@ -217,7 +243,7 @@ int main(int argc, char **argv)
 {
 	const char *port_env = getenv("UROCE_UDP_PORT");
 	uint16_t port = port_env ? (uint16_t)atoi(port_env) : 0;
-	pthread_t th[4], poll_th;
+	pthread_t th[4], poll_th, wait_th;
 	struct fabric_peer peer;
 	unsigned int peer_qpn;
 	int hub, senders = 2;
@@ -235,7 +261,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < TIMERS; i++)
 		timers[i].t.fire = count_fire;
 
+	wake_waiter = eventfd(0, EFD_CLOEXEC);
+	CHECK(wake_waiter >= 0, "eventfd");
 	pthread_create(&poll_th, NULL, poller, NULL);
+	pthread_create(&wait_th, NULL, waiter, NULL);
 	pthread_create(&th[0], NULL, sender, (void *)0);
 	pthread_create(&th[1], NULL, sender, (void *)1);
 	pthread_create(&th[2], NULL, timer_thread, NULL);
@@ -260,9 +289,13 @@ int main(int argc, char **argv)
 	CHECK(fabric_peer_finish(&peer, 5000) == 0, "the peer did not exit cleanly");
 	atomic_store(&stop_polling, true);
 	pthread_join(poll_th, NULL);
+	CHECK(eventfd_write(wake_waiter, 1) == 0, "wake the waiting thread");
+	pthread_join(wait_th, NULL);
 	CHECK(atomic_load(&overlaps) == 0, "callbacks overlapped %u times", atomic_load(&overlaps));
 	uroce_net_close(net);
-	printf("fabric_stress: ok: %u datagrams (%u by the polling thread), %u timer callbacks\n",
-	       atomic_load(&received), atomic_load(&polled), atomic_load(&timer_fires));
+	printf("fabric_stress: ok: %u datagrams (%u by the polling thread, %u by the waiting one), "
+	       "%u timer callbacks\n",
+	       atomic_load(&received), atomic_load(&polled), atomic_load(&waited),
+	       atomic_load(&timer_fires));
 	return 0;
 }
