@@ -63,17 +63,26 @@ static bool events_ready(void *arg)
 	return uroce_evq_ready(arg);
 }
 
+/* Signals a fault raises in the faulting thread: they cannot interrupt a wait. */
+static bool synchronous(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+	       sig == SIGTRAP || sig == SIGSYS;
+}
+
 /*
  * Whether a wait that a signal handler interrupted goes on, as a read() of the kernel's
- * channel would: when every handler installed has SA_RESTART (signal() installs them so,
- * perftest's SIGALRM for -D among them). ppoll itself never restarts (signal(7)).
+ * channel would: when every handler installed for a signal that can come during the wait has
+ * SA_RESTART (signal() installs them so, perftest's SIGALRM for -D among them; a sanitizer's
+ * SIGSEGV handler does not count). ppoll itself never restarts (signal(7)).
  */
 static bool wait_restarts(void)
 {
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction sa;
 
-		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa))
+		if (sig == SIGKILL || sig == SIGSTOP || synchronous(sig) ||
+		    sigaction(sig, NULL, &sa))
 			continue;
 		if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
 		    !(sa.sa_flags & SA_RESTART))
