@@ -99,9 +99,13 @@ static bool wait_restarts(void)
  */
 static int wait_receiving(struct uroce_evq *q)
 {
-	int flags = fcntl(q->fd, F_GETFL);
-	int err;
+	int flags, err;
 
+	/* An event there already (a program that polled the fd first): no wait, and no hand-over
+	 * that it would leave unreceived while it sleeps in its own poll(). */
+	if (uroce_evq_ready(q))
+		return 0;
+	flags = fcntl(q->fd, F_GETFL);
 	if (flags < 0 || (flags & O_NONBLOCK))
 		return 0;
 	do
