@@ -696,9 +696,10 @@ static void waiter_leave(void *arg)
 }
 
 /*
- * A waiter's turn at the sockets, if they are the application's: receive on the first @polled
- * that @pfd (after the waiter's @fd) says are readable, on all of them if @polled is 0, then
- * look at @ready. Not ready: the thread will
+ * A waiter's turn at the sockets, if they are the application's: receive on those of the first
+ * @polled that the last ppoll (@pfd, after the waiter's @fd) found readable, then look at
+ * @ready. The first turn receives on none: the ppoll after it finds what is queued, and a
+ * receive on each socket would cost a system call per wait. Not ready: the thread will
  * sleep, so what the datagrams called for (ACKs) leaves now; ready: it is put off as after a
  * busy poll (uroce_progress_poll), since the caller's next post or poll sends it first.
  * Cancellation is off meanwhile: a callback may make a system call that is a cancellation
@@ -717,7 +718,7 @@ static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsign
 		uint64_t now = uroce_now();
 
 		for (unsigned int i = 0; i < n; i++)
-			if (!polled || (i < polled && pfd[1 + i].revents))
+			if (i < polled && pfd[1 + i].revents)
 				got += progress_receive_slot(p, i, now);
 	}
 	if (got)
@@ -733,7 +734,7 @@ static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsign
 int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *arg), void *arg)
 {
 	struct pollfd pfd[1 + PROGRESS_MAX_UDP];
-	unsigned int polled = 0; /* sockets in the last ppoll */
+	unsigned int polled = 0; /* sockets in the last ppoll (none before the first) */
 	int err = 0;
 
 	atomic_fetch_add(&p->waiters, 1);
