@@ -2,8 +2,9 @@
 /*
  * An event queue behind a file descriptor: the completion channel and the async event queue
  * of a context. Events are kept in a list; an eventfd in semaphore mode counts them, so the fd
- * is pollable, can be made O_NONBLOCK, and a reader blocks in read(), a cancellation point
- * (ABI.md §3.3: rping cancels a thread blocked in ibv_get_cq_event).
+ * is pollable, can be made O_NONBLOCK, and a reader blocks in read() (or first in the WAIT it
+ * passes to uroce_evq_pop: ppoll for a completion channel), a cancellation point (ABI.md §3.3:
+ * rping cancels a thread blocked in ibv_get_cq_event).
  *
  * Invariant: the eventfd count never exceeds the list length (push appends, then counts,
  * under the lock; pop takes one count, then one entry). An event whose object is destroyed
