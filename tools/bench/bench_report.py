@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
 """uroce-bench's report: the Markdown tables, the CSV of every run and the SVG plots.
 
-A result is (section, x, system, repetition, metric, value): section is latency, events,
-bandwidth, bidirectional or connect; x the message size or the connection count; system
-uroce, hardware, udp, udp-uring, udp-blocking, udp-mmsg or tcp.
+A result is (section, x, system, repetition, metric, value): section is latency, tails,
+events, bandwidth, bidirectional, rate (ib_send_bw's message rate) or connect; x the message
+size or the connection count; system uroce, hardware, udp, udp-uring, udp-blocking, udp-mmsg
+or tcp. The tails' metrics are "PROGRAM typical", "PROGRAM p99" and "PROGRAM p99.9", PROGRAM a
+perftest latency program or, on the io_uring baseline, "ping-pong".
 """
 import csv
 import math
@@ -26,7 +28,15 @@ SINGLE = {"udp-uring": ("latency", "latency"), "udp-blocking": ("events", "laten
 RATE_SIZE = 64
 # The largest message of the io_uring ping-pong (uroce-sockbench --uring: one datagram).
 URING_MAX = 4096
-UNITS = {"latency": "us", "bandwidth": "Gb/s", "rate": "Mmsg/s", "connect": "us"}
+UNITS = {"latency": "us", "bandwidth": "Gb/s", "rate": "Mmsg/s", "connect": "us",
+         "typical": "us", "p99": "us", "p99.9": "us"}
+# The tails table's rows: the baseline's ping-pong and the perftest programs (run on uroce and
+# the hardware), each a row per system, and the percentiles each gives over its own typical.
+TAIL_ROWS = ("ib_send_lat", "ib_write_lat", "ib_read_lat", "ping-pong")
+TAIL_PERCENTILES = ("p99", "p99.9")
+# The message rate table's RDMA programs: the 64 B run of the one-way bandwidth workload and
+# the rate workload's SEND stream.
+RATE_PROGRAMS = (("bandwidth", "ib_write_bw"), ("rate", "ib_send_bw"))
 
 # The report's tables: (title, section, metric, fixed x or None, x heading, lower is better,
 # what it measures).
@@ -38,6 +48,15 @@ TABLES = [
      "UDP io_uring: `uroce-sockbench udp latency --uring --size SIZE` (send and receive "
      "through io_uring with deferred task work, both sides polling its completions without "
      "sleeping; up to 4 KiB)."),
+    ("Tail latency, 2 B", "tails", None, None, "program", True,
+     "The typical (median), 99th and 99.9th percentile iteration of a 2 B ping-pong, "
+     "the median of each over the runs (us; lower is better), and each percentile over its "
+     "own typical (the goal of issue 22: 99th at most 2x, 99.9th at most 5x). uroce and "
+     "hardware: `ib_send_lat`, `ib_write_lat` and `ib_read_lat -s 2 -n 100000` (`--quick`: "
+     "10,000, `--smoke`: 1,000; t_typical and the 99% and 99.9% percentile columns; "
+     "ib_read_lat's figures are a READ's round trip, the others one way); UDP io_uring: "
+     "`uroce-sockbench udp latency --uring --size 2 --count` as many (one way), in the same "
+     "run: a tail it has too is the machine's, not uroce's."),
     ("Latency with completion events", "events", "latency", None, "size", True,
      "One-way latency of a ping-pong in which both sides sleep until a message arrives, "
      "median of the runs (us; lower is better). uroce and hardware: `ib_send_lat -s SIZE -e` "
@@ -55,11 +74,14 @@ TABLES = [
      "thread while it receives)."),
     ("Message rate, 64 B", "bandwidth", "rate", RATE_SIZE, "size", False,
      "Millions of messages per second, one way (higher is better): the 64 B runs of the "
-     "one-way bandwidth table (UDP: sendmmsg batches of 64, the receiver waiting for the first "
-     "datagram of each recvmmsg batch; TCP: one send call per message, Nagle coalescing); "
-     "UDP mmsg busy, the strong baseline: `uroce-sockbench udp stream --mmsg --size 64` "
-     "(sendmmsg batches of 64 that never block, recvmmsg batches of 64 polled without "
-     "sleeping)."),
+     "one-way bandwidth table (uroce and hardware: `ib_write_bw -s 64`; UDP: sendmmsg batches "
+     "of 64, the receiver waiting for the first datagram of each recvmmsg batch; TCP: one "
+     "send call per message, Nagle coalescing), and beside them uroce's and the hardware's "
+     "`ib_send_bw -s 64 --report_gbits` (MsgRate; `--sections rate`); UDP mmsg busy, the "
+     "strong baseline: `uroce-sockbench udp stream --mmsg --size 64` (sendmmsg batches of 64 "
+     "that never block, recvmmsg batches of 64 polled without sleeping). The WRITE stream is "
+     "compared with every baseline, the SEND stream with the strong one (and the hardware's "
+     "SEND)."),
     ("Connection setup", "connect", "connect", None, "connections", True,
      "Microseconds per connection, N connections started at once until all are established "
      "(lower is better). uroce and hardware: Debian's `cmtime -c N` (its `connect` step); "
@@ -120,16 +142,17 @@ def machine(version):
 
 def planned(section, x, system):
     """Whether @system runs @section at @x: UDP has no connections, the io_uring ping-pong
-    is a latency baseline of single datagrams, the blocking ping-pong the baseline of the
-    events workload alone (which the other baselines do not run), the busy sendmmsg stream
-    the message rate's alone."""
+    is a latency baseline of single datagrams (and the tails' baseline), the blocking
+    ping-pong the baseline of the events workload alone (which the other baselines do not
+    run), the busy sendmmsg stream the message rate's alone; ib_send_bw's message rate
+    (rate) runs on the RDMA systems alone."""
     if system == "udp-uring":
-        return section == "latency" and x <= URING_MAX
+        return section in ("latency", "tails") and x <= URING_MAX
     if system == "udp-blocking":
         return section == "events"
     if system == "udp-mmsg":
         return section == "bandwidth" and x == RATE_SIZE
-    if section == "events":
+    if section in ("events", "rate", "tails"):
         return system in ("uroce", "hardware")
     return not (system == "udp" and section == "connect")
 
@@ -158,8 +181,49 @@ def cell(vs):
     return f"{fmt(med)} ({fmt(min(vs))}-{fmt(max(vs))})"
 
 
+def ratio(vu, vb):
+    """The ratio of two lists' medians, or "-"."""
+    return (f"{statistics.median(vu) / statistics.median(vb):.2f}x"
+            if vu and vb and statistics.median(vb) else "-")
+
+
+BASELINES = ("udp", "udp-uring", "udp-blocking", "udp-mmsg", "tcp", "hardware")
+
+
+def columns(results, section, metric, here):
+    """A table's columns, (heading, section, system), and its ratio columns, (numerator,
+    denominator) indexes into them: a column per system and uroce over each baseline; in the
+    message rate table a column per RDMA program on uroce and the hardware (the rate
+    workload's only where it ran), the WRITE stream over every baseline and the SEND stream
+    over the strong one."""
+    if (section, metric) != ("bandwidth", "rate"):
+        cols = [(NAMES[sy], section, sy) for sy in here]
+        u = here.index("uroce") if "uroce" in here else None
+        return cols, [(u, here.index(b)) for b in BASELINES if b in here and u is not None]
+    ran = {s for (s, *_) in results}
+    cols = []
+    for sy in here:
+        if sy in ("uroce", "hardware"):
+            cols += [(f"{NAMES[sy]} {prog}", sec, sy) for sec, prog in RATE_PROGRAMS
+                     if sec == section or sec in ran]
+        else:
+            cols.append((NAMES[sy], section, sy))
+    ratios = []
+    for i, (_, sec, sy) in enumerate(cols):
+        if sy != "uroce":
+            continue
+        for b in BASELINES:
+            for j, (_, bsec, bsy) in enumerate(cols):
+                if bsy == b and (bsy != "hardware" or bsec == sec) and \
+                        (sec == section or bsy in ("udp-mmsg", "hardware")):
+                    ratios.append((i, j))
+    return cols, ratios
+
+
 def table(results, systems, spec):
     title, section, metric, fixed, xname, lower, what = spec
+    if section == "tails":
+        return tails_table(results, systems, spec)
     xs = sorted({x for (s, x, _, _, m, _) in results if s == section and m == metric})
     if fixed is not None:
         xs = [x for x in xs if x == fixed]
@@ -167,22 +231,47 @@ def table(results, systems, spec):
         return []
     here = [sy for sy in systems
             if shown(section, metric, sy) and any(planned(section, x, sy) for x in xs)]
-    ratios = [("uroce", b) for b in ("udp", "udp-uring", "udp-blocking", "udp-mmsg", "tcp",
-                                     "hardware")
-              if b in here and "uroce" in here]
-    head = [xname] + [NAMES[sy] for sy in here] + [f"uroce / {NAMES[b]}" for _, b in ratios]
+    cols, ratios = columns(results, section, metric, here)
+    head = [xname] + [h for h, _, _ in cols] + [f"{cols[i][0]} / {cols[j][0]}"
+                                                 for i, j in ratios]
     out = [f"## {title}", "", what, "", "| " + " | ".join(head) + " |",
            "|" + "---|" * len(head)]
     for x in xs:
         row = [size_name(x) if xname == "size" else f"{x:,}"]
-        row += [cell(values(results, section, metric, x, sy)) if planned(section, x, sy)
-                else "-" for sy in here]
-        for u, b in ratios:
-            vu, vb = values(results, section, metric, x, u), values(results, section, metric,
-                                                                     x, b)
-            row.append(f"{statistics.median(vu) / statistics.median(vb):.2f}x"
-                       if vu and vb and statistics.median(vb) else "-")
+        row += [cell(values(results, sec, metric, x, sy)) if planned(sec, x, sy)
+                else "-" for _, sec, sy in cols]
+        for i, j in ratios:
+            row.append(ratio(values(results, cols[i][1], metric, x, cols[i][2]),
+                             values(results, cols[j][1], metric, x, cols[j][2])))
         out.append("| " + " | ".join(row) + " |")
+    return out + [""]
+
+
+def tails_table(results, systems, spec):
+    """The tails table: a row per program on each system that ran the tails workload (the
+    RDMA systems first, the baseline last), its typical, 99th and 99.9th percentile and each
+    percentile over the typical."""
+    title, section, _, _, xname, _, what = spec
+    xs = sorted({x for (s, x, *_) in results if s == section})
+    if not xs:
+        return []
+    x = xs[0]
+    order = [sy for sy in ("uroce", "hardware") if sy in systems] + \
+        [sy for sy in systems if sy not in ("uroce", "hardware")]
+    head = [xname, "typical", "99th", "99.9th", "99th / typical", "99.9th / typical"]
+    out = [f"## {title}", "", what, "", "| " + " | ".join(head) + " |",
+           "|" + "---|" * len(head)]
+    for sy in order:
+        if not planned(section, x, sy):
+            continue
+        for prog in TAIL_ROWS:
+            if (prog == "ping-pong") != (sy not in ("uroce", "hardware")):
+                continue
+            vs = {stat: values(results, section, f"{prog} {stat}", x, sy)
+                  for stat in ("typical",) + TAIL_PERCENTILES}
+            row = [f"{NAMES[sy]} {prog}"] + [cell(vs[stat]) for stat in vs]
+            row += [ratio(vs[stat], vs["typical"]) for stat in TAIL_PERCENTILES]
+            out.append("| " + " | ".join(row) + " |")
     return out + [""]
 
 
@@ -192,7 +281,8 @@ def write(out_dir, results, systems, info, failures):
         w = csv.writer(f)
         w.writerow(["section", "x", "system", "repetition", "metric", "value", "unit"])
         for (s, x, sy, rep, m, v) in results:
-            w.writerow([s, x, sy, rep, m, "" if v is None else v, UNITS.get(m, "")])
+            w.writerow([s, x, sy, rep, m, "" if v is None else v,
+                        UNITS.get(m.split()[-1], "")])
     plot_latency(out_dir, results, systems)
     plot_bandwidth(out_dir, results, systems)
     md = ["# uroce-bench report", "",

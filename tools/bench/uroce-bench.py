@@ -9,13 +9,20 @@ usage: uroce-bench [--quick | --smoke] [--reps N] [--out DIR] [--sections LIST]
 
 Workloads (between two processes on one host):
   latency     2 B .. 64 KiB ping-pong, median one-way latency (us), both sides polling
+  tails       the 2 B ping-pong's tail: the typical (median), 99th and 99.9th percentile
+              iteration of ib_send_lat, ib_write_lat and ib_read_lat -s 2 -n 100000 (--quick:
+              10,000; --smoke: 1,000), each percentile also over its own typical, beside the
+              same percentiles of the UDP io_uring ping-pong of as many round trips: whether
+              the machine itself has the tail
   events      the 2 B ping-pong with both sides waiting for completion events
               (ib_send_lat -e), median one-way latency (us)
   bandwidth   64 B .. 1 MiB, one way and both ways at once (Gb/s)
-  rate        64-byte message rate, one way (millions of messages per second)
+  rate        64-byte message rate, one way (millions of messages per second): the 64 B
+              ib_write_bw run of the bandwidth workload, and ib_send_bw -s 64 beside it
   connect     1, 100 and 1,000 connections set up at once (us per connection)
 Systems:
-  uroce       unmodified perftest (ib_send_lat, with -e for events, ib_write_bw) and cmtime
+  uroce       unmodified perftest (ib_send_lat, with -e for events, ib_write_bw; for tails
+              also ib_write_lat and ib_read_lat, for the rate also ib_send_bw) and cmtime
               through uroce-run
   hardware    the same programs on the system's rdma-core (uroce-run --backend verbs), when
               /sys/class/infiniband lists a device with a RoCE v2 IPv4 GID (or --hw-*);
@@ -24,7 +31,8 @@ Systems:
               (uroce-sockbench)
   UDP io_uring
               the latency ping-pong over UDP through io_uring, polling its completions
-              without sleeping (uroce-sockbench udp latency --uring; sizes up to 4 KiB)
+              without sleeping (uroce-sockbench udp latency --uring; sizes up to 4 KiB); also
+              the tails workload's baseline
   UDP blocking
               the events workload's baseline: the UDP ping-pong with both sides asleep in a
               blocking recvmsg (uroce-sockbench udp latency --blocking)
@@ -47,7 +55,7 @@ Options:
                    figures measure little
   --reps N         repetitions (default 3)
   --out DIR        where the report goes (default: uroce-bench-report)
-  --sections LIST  a comma-separated subset of latency,events,bandwidth,rate,connect
+  --sections LIST  a comma-separated subset of latency,tails,events,bandwidth,rate,connect
   --systems LIST   a comma-separated subset of uroce,hardware,udp,udp-uring,udp-blocking,
                    udp-mmsg,tcp (default: all; hardware only where a device is found).
                    Named here, hardware without a device is an error (exit 1), not a skip
@@ -80,7 +88,7 @@ PROG = "uroce-bench"
 # The version of the uroce this tool was built with (CMake fills it in). The library itself is
 # not loaded here: a sanitized build of it cannot be loaded into python.
 VERSION = "@PROJECT_VERSION@"
-SECTIONS = ("latency", "events", "bandwidth", "rate", "connect")
+SECTIONS = ("latency", "tails", "events", "bandwidth", "rate", "connect")
 SYSTEMS = ("uroce", "hardware", "udp", "udp-uring", "udp-blocking", "udp-mmsg", "tcp")
 # Where the kernel lists RDMA devices; UROCE_BENCH_SYSFS names another folder (for tests).
 SYSFS = os.environ.pop("UROCE_BENCH_SYSFS", "/sys/class/infiniband")
@@ -148,13 +156,15 @@ def plan(a):
     """The sizes and counts of each workload, and the effort per run."""
     if a.smoke:  # bw_bytes 0: every bandwidth run at bandwidth()'s floor of 1,000 iterations
         return dict(lat_sizes=[2], bw_sizes=[4096], bidir_sizes=[4096], conns=[10],
-                    lat_iters=1000, bw_bytes=0, seconds=0.2)
+                    lat_iters=1000, tail_iters=1000, bw_bytes=0, seconds=0.2)
     if a.quick:
         return dict(lat_sizes=[2, 4096], bw_sizes=[4096, 65536], bidir_sizes=[65536],
-                    conns=[1, 100], lat_iters=2000, bw_bytes=128 << 20, seconds=0.5)
+                    conns=[1, 100], lat_iters=2000, tail_iters=10000, bw_bytes=128 << 20,
+                    seconds=0.5)
     return dict(lat_sizes=[2, 64, 1024, 4096, 16384, 65536],
                 bw_sizes=[64, 1024, 4096, 65536, 1 << 20], bidir_sizes=[4096, 65536, 1 << 20],
-                conns=[1, 100, 1000], lat_iters=20000, bw_bytes=2 << 30, seconds=2)
+                conns=[1, 100, 1000], lat_iters=20000, tail_iters=100000, bw_bytes=2 << 30,
+                seconds=2)
 
 
 # --- the hardware path ---------------------------------------------------------------------
@@ -229,8 +239,9 @@ class Runner:
         want = re.compile(rf"state LISTEN .*src-addr \S+:{self.a.tcp_port} ")
         return any(want.search(line) for line in out.splitlines())
 
-    def pair(self, system, prog_args, ready):
-        """Run server and client; the client's output, or None (a failure is recorded)."""
+    def pair(self, system, prog_args, ready, timeout=RUN_TIMEOUT):
+        """Run server and client, each for at most @timeout seconds; the client's output, or
+        None (a failure is recorded)."""
         srv_cmd, cli_cmd = self.rdma(system, prog_args)
         self.last = " ".join(cli_cmd)
         env = dict(self.env)
@@ -263,25 +274,25 @@ class Runner:
                 time.sleep(0.02)
         try:
             cli = subprocess.run(cli_cmd, env=self.env, capture_output=True, text=True,
-                                 timeout=RUN_TIMEOUT)
+                                 timeout=timeout)
             out, ok = cli.stdout, cli.returncode == 0
         except subprocess.TimeoutExpired:
             out, ok = "", False
         if prog_args[0] == "cmtime":
             server.send_signal(signal.SIGINT)  # cmtime's server runs until interrupted
         try:
-            server.communicate(timeout=RUN_TIMEOUT if ok else 5)
+            server.communicate(timeout=timeout if ok else 5)
         except subprocess.TimeoutExpired:
             server.kill()
             server.communicate()
             ok = False
         return out if ok else None
 
-    def sock(self, args):
+    def sock(self, args, timeout=RUN_TIMEOUT):
         cmd = [os.path.join(BIN, "uroce-sockbench")] + args
         self.last = " ".join(cmd)
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
             if r.returncode == 0:
                 return r.stdout.split()
         except subprocess.TimeoutExpired:
@@ -308,6 +319,26 @@ def perftest_row(out):
     return None
 
 
+def perftest_lat(out):
+    """A latency program's typical (median), 99th and 99.9th percentile iteration (us), from
+    its row's columns #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%; {}
+    without a row."""
+    row = perftest_row(out)
+    if not row:
+        return {}
+    cols = row + [None] * 9
+    return {"typical": number(cols[4]), "p99": number(cols[7]), "p99.9": number(cols[8])}
+
+
+def sock_lat(out):
+    """The same three figures of a uroce-sockbench ping-pong's line
+    "latency MEDIAN us p99 P99 us p99.9 P999 us"; {} without one."""
+    if not out:
+        return {}
+    cols = out + [None] * 9  # a short line: the missing figures are None, a failed run
+    return {"typical": number(cols[1]), "p99": number(cols[4]), "p99.9": number(cols[7])}
+
+
 def number(s):
     """A figure, or None: perftest prints inf and nan when it could not measure its clock."""
     try:
@@ -325,27 +356,53 @@ SOCK_LATENCY = {"udp": ["udp", "latency"], "tcp": ["tcp", "latency"],
                 "udp-blocking": ["udp", "latency", "--blocking"]}
 
 
+# The programs of the tails workload on uroce and the hardware (the io_uring ping-pong is
+# their baseline).
+TAIL_PROGRAMS = ("ib_send_lat", "ib_write_lat", "ib_read_lat")
+
+
+def ping_pong(r, system, prog, size, iters, extra=()):
+    """The typical (median), 99th and 99.9th percentile iteration (us) of @iters round trips
+    of @size bytes: the perftest latency program @prog on uroce and the hardware (one way;
+    ib_read_lat's figures are a READ's round trip), the system's uroce-sockbench ping-pong
+    otherwise (one way); {} when nothing ran. A run with a tail is a figure, not a failure:
+    the time limit allows every round trip 2 ms (the tail issue 22 found) beyond the usual
+    limit."""
+    timeout = RUN_TIMEOUT + iters * 0.002
+    if system in SOCK_LATENCY:
+        return sock_lat(r.sock(SOCK_LATENCY[system] + ["--size", str(size), "--count",
+                                                       str(iters)], timeout))
+    return perftest_lat(r.pair(system, [prog, "-s", str(size), "-n", str(iters)] + list(extra),
+                               "tcp", timeout))
+
+
 def latency(r, p, system, size, events=False):
     """The median one way of a ping-pong; @events: perftest waits for completion events
     (-e), and its baseline (udp-blocking) sleeps in recvmsg."""
-    if system in SOCK_LATENCY:
-        out = r.sock(SOCK_LATENCY[system] + ["--size", str(size), "--count",
-                                             str(p["lat_iters"])])
-        return {"latency": number(out[1])} if out else {}
-    row = perftest_row(r.pair(system, ["ib_send_lat", "-s", str(size), "-n",
-                                       str(p["lat_iters"])] + (["-e"] if events else []),
-                              "tcp"))
-    return {"latency": number(row[4])} if row else {}  # t_typical: the median
+    got = ping_pong(r, system, "ib_send_lat", size, p["lat_iters"], ["-e"] if events else [])
+    return {"latency": got["typical"]} if got else {}
 
 
-def bandwidth(r, p, system, size, bidir):
+def tails(r, p, system, prog):
+    """The tail of @prog's 2 B ping-pong (the sockbench ping-pong's on the baselines): metrics
+    "PROGRAM typical", "PROGRAM p99" and "PROGRAM p99.9", PROGRAM "ping-pong" for the
+    baselines."""
+    got = ping_pong(r, system, prog, 2, p["tail_iters"])
+    name = "ping-pong" if system in SOCK_LATENCY else prog
+    return {f"{name} {stat}": v for stat, v in got.items()}
+
+
+def stream(r, p, system, size, bidir=False, prog="ib_write_bw"):
+    """Gb/s and millions of messages per second of a one-way (@bidir: two-way) stream of
+    @size-byte messages: @prog on uroce and the hardware, uroce-sockbench's stream on the
+    baselines."""
     if system in ("udp", "tcp", "udp-mmsg"):
         proto = ["udp", "stream", "--mmsg"] if system == "udp-mmsg" else [system, "stream"]
         out = r.sock(proto + ["--size", str(size), "--seconds", str(p["seconds"])]
                      + (["--bidir"] if bidir else []))
         return {"bandwidth": number(out[1]), "rate": number(out[3])} if out else {}
     iters = max(1000, min(200000, p["bw_bytes"] // size))
-    args = ["ib_write_bw", "-s", str(size), "-n", str(iters), "--report_gbits"]
+    args = [prog, "-s", str(size), "-n", str(iters), "--report_gbits"]
     row = perftest_row(r.pair(system, args + (["-b"] if bidir else []), "tcp"))
     # BW average [Gb/s] and MsgRate [Mpps]
     return {"bandwidth": number(row[3]), "rate": number(row[4])} if row else {}
@@ -368,31 +425,52 @@ def connect(r, p, system, count):
 
 
 def workloads(a, p):
-    """(section, size or count, function) for every measurement point, in run order."""
+    """(section, size or count, what, function, systems) for every measurement point, in run
+    order: what names the program where a section runs several at one point (else ""),
+    systems those of the section's (bench_report.planned) that run this one (None: all)."""
     w = []
     if "latency" in a.sections:
-        w += [("latency", s, lambda r, sy, s=s: latency(r, p, sy, s)) for s in p["lat_sizes"]]
+        w += [("latency", s, "", lambda r, sy, s=s: latency(r, p, sy, s), None)
+              for s in p["lat_sizes"]]
+    if "tails" in a.sections:
+        # The baseline first, then each program on uroce (and the hardware) in turn.
+        w += [("tails", 2, "ping-pong", lambda r, sy: tails(r, p, sy, None), ("udp-uring",))]
+        w += [("tails", 2, prog, lambda r, sy, prog=prog: tails(r, p, sy, prog),
+               ("uroce", "hardware")) for prog in TAIL_PROGRAMS]
     if "events" in a.sections:
-        w += [("events", 2, lambda r, sy: latency(r, p, sy, 2, events=True))]
+        w += [("events", 2, "", lambda r, sy: latency(r, p, sy, 2, events=True), None)]
     bw = "bandwidth" in a.sections
     if bw or "rate" in a.sections:
-        sizes = sorted(set((p["bw_sizes"] if bw else []) + ([64] if "rate" in a.sections
-                                                            else [])))
-        w += [("bandwidth", s, lambda r, sy, s=s: bandwidth(r, p, sy, s, False))
+        sizes = sorted(set((p["bw_sizes"] if bw else []) + ([bench_report.RATE_SIZE]
+                                                            if "rate" in a.sections else [])))
+        w += [("bandwidth", s, "", lambda r, sy, s=s: stream(r, p, sy, s), None)
               for s in sizes]
+    if "rate" in a.sections:
+        w += [("rate", bench_report.RATE_SIZE, "ib_send_bw",
+               lambda r, sy: stream(r, p, sy, bench_report.RATE_SIZE, prog="ib_send_bw"),
+               None)]
     if bw:
-        w += [("bidirectional", s, lambda r, sy, s=s: bandwidth(r, p, sy, s, True))
-              for s in p["bidir_sizes"]]
+        w += [("bidirectional", s, "", lambda r, sy, s=s: stream(r, p, sy, s, bidir=True),
+               None) for s in p["bidir_sizes"]]
     if "connect" in a.sections:
-        w += [("connect", c, lambda r, sy, c=c: connect(r, p, sy, c)) for c in p["conns"]]
+        w += [("connect", c, "", lambda r, sy, c=c: connect(r, p, sy, c), None)
+              for c in p["conns"]]
     return w
+
+
+def programs(a):
+    """The RDMA programs the uroce and hardware runs of @a.sections need."""
+    need = {"latency": ["ib_send_lat"], "events": ["ib_send_lat"],
+            "tails": list(TAIL_PROGRAMS), "bandwidth": ["ib_write_bw"],
+            "rate": ["ib_write_bw", "ib_send_bw"], "connect": ["cmtime"]}
+    return sorted({prog for s in a.sections for prog in need[s]})
 
 
 def main():
     a = options()
     p = plan(a)
     asked = a.systems or SYSTEMS
-    missing = [t for t in ("ib_send_lat", "ib_write_bw", "cmtime") if not shutil.which(t)]
+    missing = [t for t in programs(a) if not shutil.which(t)]
     if missing and ("uroce" in asked or "hardware" in asked):
         die(f"{', '.join(missing)} missing (Debian: perftest, rdmacm-utils)", 1)
     hw = find_hardware(a) if "hardware" in asked else "not measured (--systems)"
@@ -404,9 +482,10 @@ def main():
     systems = [s for s in SYSTEMS if s in asked and (s != "hardware" or isinstance(hw, tuple))]
     r = Runner(a, hw)
     w = workloads(a, p)
-    runs = [(section, x, fn, [sy for sy in systems if bench_report.planned(section, x, sy)])
-            for section, x, fn in w]
-    runs = [run for run in runs if run[3]]
+    runs = [(section, x, what, fn, [sy for sy in systems if bench_report.planned(section, x, sy)
+                                    and (only is None or sy in only)])
+            for section, x, what, fn, only in w]
+    runs = [run for run in runs if run[4]]
     if not runs:  # e.g. connect on UDP alone
         die("no workload of --sections runs on --systems")
     total = sum(len(on) for *_, on in runs) * a.reps
@@ -415,18 +494,19 @@ def main():
     failures = []
     started = time.monotonic()
     for rep in range(1, a.reps + 1):
-        for section, x, fn, here in runs:
+        for section, x, what, fn, here in runs:
             # Rotate the systems' order each repetition, so that none always runs first.
             order = here[rep % len(here):] + here[:rep % len(here)]
             for system in order:
                 done += 1
-                bench_report.progress(f"[{done}/{total}] {section} {x} {system} "
-                                      f"(repetition {rep} of {a.reps})")
+                bench_report.progress(f"[{done}/{total}] {section} {x}{' ' + what if what else ''}"
+                                      f" {system} (repetition {rep} of {a.reps})")
                 got = fn(r, system)
                 for metric, value in got.items():
                     results.append((section, x, system, rep, metric, value))
                 if not got or any(v is None for v in got.values()):
-                    failures.append(f"{section} {x} on {system} (repetition {rep}): {r.last}")
+                    failures.append(f"{section} {x}{' ' + what if what else ''} on {system} "
+                                    f"(repetition {rep}): {r.last}")
     bench_report.progress(None)
     os.makedirs(a.out, exist_ok=True)
     info = bench_report.machine(VERSION)
