@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fabric/log.h"
@@ -47,6 +49,8 @@
 #define POLL_GAP_NS      2000000u
 #define POLL_IDLE_MIN_NS 100000u
 #define POLL_IDLE_MAX_NS 1000000u
+/* The progress thread's time slice (short_slice): the shortest the kernel allows. */
+#define PROGRESS_SLICE_NS 100000u
 
 struct direct_rx {
 	uint8_t *bufs; /* RX_BATCH buffers of RX_STRIDE bytes */
@@ -360,16 +364,22 @@ static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
 
 /*
  * Progress thread, taking the sockets back from threads that stopped polling: a hand-over that
- * lasted less than the longest idle window doubles the empty polls the next one waits for
- * (up to POLLS_BEFORE_HANDOVER_MAX), a longer one resets them. A program that polls only
- * briefly between waits of another kind (ib_write_lat: for the send completion, then on
- * memory) so stops asking, and its peer's packets do not wait out an idle window each.
+ * served its holder well resets the empty polls the next one waits for, any other doubles them
+ * (up to POLLS_BEFORE_HANDOVER_MAX). Served well: polls went on for the longest idle window or
+ * more (from the hand-over to the last poll) and brought a datagram per shortest idle window
+ * at least. A program that polls only between waits of another kind (ib_write_lat: for the send
+ * completion, then on memory, where the datagram it waits for stays on a socket nobody reads
+ * until the idle window ends) so stops asking, and its peer's packets do not wait out an idle
+ * window each: counted by time alone, its hand-overs looked long, as the window grows while
+ * polls go on, and ib_write_lat took one idle window per iteration (~1.6 ms one way).
  */
-static void pace_handovers(struct uroce_progress *p, uint64_t now)
+static void pace_handovers(struct uroce_progress *p)
 {
 	unsigned int polls = atomic_load(&p->handover_polls);
+	uint64_t last = atomic_load(&p->last_poll);
+	uint64_t held = last > p->handed_at ? last - p->handed_at : 0;
 
-	if (now - p->handed_at >= POLL_IDLE_MAX_NS)
+	if (held >= POLL_IDLE_MAX_NS && p->polled_datagrams >= held / POLL_IDLE_MIN_NS)
 		polls = POLLS_BEFORE_HANDOVER;
 	else if (polls < POLLS_BEFORE_HANDOVER_MAX)
 		polls *= 2;
@@ -393,7 +403,7 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 		/* Nobody polls: the backend receives again from its next wait on. A thread that
 		 * said it goes to sleep (uroce_progress_unpoll) ended its turn as it should. */
 		if (atomic_load(&p->last_poll))
-			pace_handovers(p, now);
+			pace_handovers(p);
 		/* An unpoll that no waiter followed: the next ones give the sockets back at once.
 		 */
 		if (atomic_exchange(&p->unpolled, false))
@@ -408,6 +418,7 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 		signal_fd(p->handed_fd);
 		p->idle_ns = POLL_IDLE_MIN_NS;
 		p->handed_at = now;
+		p->polled_datagrams = 0;
 		p->idle_check = now + p->idle_ns;
 		return p->idle_check < next ? p->idle_check : next;
 	}
@@ -440,6 +451,36 @@ struct start_arg {
 	enum uroce_backend backend;
 };
 
+/*
+ * Ask the scheduler for a short time slice: Linux 6.12's EEVDF takes sched_attr.sched_runtime
+ * of a SCHED_OTHER thread as its slice (0.1 .. 100 ms, no privilege needed), and a waking
+ * thread whose slice is shorter than the running one's may preempt it (PREEMPT_SHORT); with
+ * the default slice it waits until the running thread reaches its deadline (RUN_TO_PARITY),
+ * milliseconds when that thread is a program busy polling its CQ or memory and every CPU has
+ * one. This thread runs microseconds per wake-up, so its slice hardly matters otherwise.
+ * Older kernels ignore the field; a refusal is logged and changes nothing.
+ */
+static void short_slice(void)
+{
+	/* The kernel's struct sched_attr (linux/sched/types.h clashes with <sched.h>). */
+	struct {
+		uint32_t size, sched_policy;
+		uint64_t sched_flags;
+		int32_t sched_nice;
+		uint32_t sched_priority;
+		uint64_t sched_runtime, sched_deadline, sched_period;
+		uint32_t sched_util_min, sched_util_max;
+	} a = {.size = sizeof(a)};
+
+	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) || a.sched_policy != SCHED_OTHER)
+		return; /* a policy the program chose for its threads is kept */
+	a.sched_runtime = PROGRESS_SLICE_NS;
+	a.sched_flags = 0;
+	if (syscall(SYS_sched_setattr, 0, &a, 0))
+		uroce_log(UROCE_LOG_INFO, "the progress thread keeps the default time slice: %s",
+			  strerror(errno));
+}
+
 static void *progress_main(void *arg)
 {
 	struct start_arg *sa = arg;
@@ -451,6 +492,7 @@ static void *progress_main(void *arg)
 		return NULL;
 	}
 	uroce_timers_set_runner(&p->timers);
+	short_slice();
 	rx_lock(p);
 	err = p->ops->init(p->arg, p);
 	report_start(p, err);
@@ -657,6 +699,7 @@ int uroce_progress_poll(struct uroce_progress *p)
 	 */
 	end_batch(p);
 	n = receive_direct(p, now);
+	p->polled_datagrams += n;
 	if (n) /* end_batch cleared it */
 		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
 	rx_unlock(p);
@@ -721,6 +764,7 @@ static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsign
 			if (i < polled && pfd[1 + i].revents)
 				got += progress_receive_slot(p, i, now);
 	}
+	p->polled_datagrams += got;
 	if (got)
 		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
 	is_ready = ready(arg);

@@ -83,6 +83,7 @@ struct uroce_progress {
 	 * last planned to look (progress.c, poll_idle_at). */
 	uint64_t idle_ns, idle_check;
 	uint64_t handed_at;                  /* progress thread: when it last gave the sockets */
+	uint64_t polled_datagrams;           /* received by polling threads since then (rx_lock) */
 	_Atomic unsigned int handover_polls; /* empty polls before a thread asks for the sockets */
 	atomic_bool end_due; /* a polling thread put off the batch_end callback (rx_lock) */
 	atomic_bool stop;
