@@ -9,11 +9,11 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -370,8 +370,8 @@ static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
  * at least. A program that polls only between waits of another kind (ib_write_lat: for the send
  * completion, then on memory, where the datagram it waits for stays on a socket nobody reads
  * until the idle window ends) so stops asking, and its peer's packets do not wait out an idle
- * window each: counted by time alone, its hand-overs looked long, as the window grows while
- * polls go on, and ib_write_lat took one idle window per iteration (~1.6 ms one way).
+ * window each. Time alone does not tell such a program from a steady poller: the idle window
+ * grows while polls go on, so its hand-overs last long too.
  */
 static void pace_handovers(struct uroce_progress *p)
 {
