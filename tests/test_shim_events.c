@@ -276,6 +276,12 @@ static void signal_during_wait(int flags)
 	if (flags & SA_RESTART) {
 		cr_assert_not(atomic_load(&b.done), "the signal ended the wait");
 		post_send(qp);
+	} else {
+		/* Again while it waits: a thread slow to start may have had it before its wait. */
+		for (int i = 0; i < 50 && !atomic_load(&b.done); i++) {
+			cr_assert_eq(pthread_kill(t, SIGUSR1), 0);
+			usleep(100000);
+		}
 	}
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	if (flags & SA_RESTART) {
