@@ -362,24 +362,33 @@ static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
 	return at;
 }
 
+/* Whether a datagram waits on one of the sockets now (nobody receives them meanwhile). */
+static bool datagrams_waiting(struct uroce_progress *p)
+{
+	struct pollfd pfd[PROGRESS_MAX_UDP];
+	unsigned int n = progress_udp_count(p);
+
+	for (unsigned int i = 0; i < n; i++)
+		pfd[i] = (struct pollfd){.fd = p->udp[i].sock.fd, .events = POLLIN};
+	return n && nc_poll(pfd, n, 0) > 0;
+}
+
 /*
  * Progress thread, taking the sockets back from threads that stopped polling: a hand-over that
- * served its holder well resets the empty polls the next one waits for, any other doubles them
- * (up to POLLS_BEFORE_HANDOVER_MAX). Served well: polls went on for the longest idle window or
- * more (from the hand-over to the last poll) and brought a datagram per shortest idle window
- * at least. A program that polls only between waits of another kind (ib_write_lat: for the send
- * completion, then on memory, where the datagram it waits for stays on a socket nobody reads
- * until the idle window ends) so stops asking, and its peer's packets do not wait out an idle
- * window each. Time alone does not tell such a program from a steady poller: the idle window
- * grows while polls go on, so its hand-overs last long too.
+ * ended with datagrams waiting on the sockets, or lasted less than the longest idle window,
+ * doubles the empty polls the next one waits for (up to POLLS_BEFORE_HANDOVER_MAX); any other
+ * resets them. A program that polls only between waits of another kind (ib_write_lat: for the
+ * send completion, then on memory, while the peer's WRITE it spins for waits on a socket nobody
+ * reads until the idle window ends) so stops asking, and its peer's packets do not wait out an
+ * idle window each. Its hand-overs can last long (the window grows while polls go on), so
+ * time alone does not tell it from a steady poller that was descheduled, which left nothing
+ * waiting.
  */
-static void pace_handovers(struct uroce_progress *p)
+static void pace_handovers(struct uroce_progress *p, uint64_t now)
 {
 	unsigned int polls = atomic_load(&p->handover_polls);
-	uint64_t last = atomic_load(&p->last_poll);
-	uint64_t held = last > p->handed_at ? last - p->handed_at : 0;
 
-	if (held >= POLL_IDLE_MAX_NS && p->polled_datagrams >= held / POLL_IDLE_MIN_NS)
+	if (now - p->handed_at >= POLL_IDLE_MAX_NS && !datagrams_waiting(p))
 		polls = POLLS_BEFORE_HANDOVER;
 	else if (polls < POLLS_BEFORE_HANDOVER_MAX)
 		polls *= 2;
@@ -403,7 +412,7 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 		/* Nobody polls: the backend receives again from its next wait on. A thread that
 		 * said it goes to sleep (uroce_progress_unpoll) ended its turn as it should. */
 		if (atomic_load(&p->last_poll))
-			pace_handovers(p);
+			pace_handovers(p, now);
 		/* An unpoll that no waiter followed: the next ones give the sockets back at once.
 		 */
 		if (atomic_exchange(&p->unpolled, false))
@@ -418,7 +427,6 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 		signal_fd(p->handed_fd);
 		p->idle_ns = POLL_IDLE_MIN_NS;
 		p->handed_at = now;
-		p->polled_datagrams = 0;
 		p->idle_check = now + p->idle_ns;
 		return p->idle_check < next ? p->idle_check : next;
 	}
@@ -540,6 +548,8 @@ static void free_progress(struct uroce_progress *p)
 		close(p->evfd);
 	if (p->handed_fd >= 0)
 		close(p->handed_fd);
+	if (p->stop_fd >= 0)
+		close(p->stop_fd);
 	if (p->epfd >= 0)
 		close(p->epfd);
 	if (p->direct)
@@ -573,6 +583,7 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	p->epfd = -1;
 	p->evfd = -1;
 	p->handed_fd = -1;
+	p->stop_fd = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_cond_init(&p->started_cond, NULL);
@@ -601,7 +612,8 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->handed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (p->epfd < 0 || p->evfd < 0 || p->handed_fd < 0 ||
+	p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->epfd < 0 || p->evfd < 0 || p->handed_fd < 0 || p->stop_fd < 0 ||
 	    !uroce_progress_watch(p, p->evfd, on_wake, p)) {
 		err = errno;
 		goto fail;
@@ -632,11 +644,24 @@ fail:
 	return err;
 }
 
+/*
+ * Stop: the thread ends, and threads waiting in uroce_progress_wait() (a program's CQ thread
+ * when it exits, uroce_net_close from a destructor) leave it before the object goes: they
+ * return to a plain read() of their channel. One still inside after a second (it cannot be:
+ * a turn of theirs takes microseconds) keeps the object, which is then not freed.
+ */
 void uroce_progress_stop(struct uroce_progress *p)
 {
 	atomic_store(&p->stop, true);
+	signal_fd(p->stop_fd);
 	wake_thread(p);
 	pthread_join(p->thread, NULL);
+	for (int i = 0; i < 1000 && atomic_load(&p->waiters); i++)
+		usleep(1000);
+	if (atomic_load(&p->waiters)) {
+		uroce_log(UROCE_LOG_ERROR, "a thread still waits in the engine: its state is kept");
+		return;
+	}
 	free_progress(p);
 }
 
@@ -699,7 +724,6 @@ int uroce_progress_poll(struct uroce_progress *p)
 	 */
 	end_batch(p);
 	n = receive_direct(p, now);
-	p->polled_datagrams += n;
 	if (n) /* end_batch cleared it */
 		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
 	rx_unlock(p);
@@ -729,6 +753,9 @@ void uroce_progress_unpoll(struct uroce_progress *p)
 	wake_thread(p);
 }
 
+/* A waiter's ppoll set: its fd, the stop eventfd, then the sockets or the hand-over eventfd. */
+#define WAIT_FIXED 2
+
 /* A waiter cancelled in ppoll (or leaving): it no longer receives. */
 static void waiter_leave(void *arg)
 {
@@ -740,7 +767,7 @@ static void waiter_leave(void *arg)
 
 /*
  * A waiter's turn at the sockets, if they are the application's: receive on those of the first
- * @polled that the last ppoll (@pfd, after the waiter's @fd) found readable, then look at
+ * @polled that the last ppoll (@pfd, after its WAIT_FIXED) found readable, then look at
  * @ready. The first turn receives on none: the ppoll after it finds what is queued, and a
  * receive on each socket would cost a system call per wait. Not ready: the thread will
  * sleep, so what the datagrams called for (ACKs) leaves now; ready: it is put off as after a
@@ -761,10 +788,9 @@ static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsign
 		uint64_t now = uroce_now();
 
 		for (unsigned int i = 0; i < n; i++)
-			if (i < polled && pfd[1 + i].revents)
+			if (i < polled && pfd[WAIT_FIXED + i].revents)
 				got += progress_receive_slot(p, i, now);
 	}
-	p->polled_datagrams += got;
 	if (got)
 		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
 	is_ready = ready(arg);
@@ -777,11 +803,15 @@ static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsign
 
 int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *arg), void *arg)
 {
-	struct pollfd pfd[1 + PROGRESS_MAX_UDP];
+	struct pollfd pfd[WAIT_FIXED + PROGRESS_MAX_UDP];
 	unsigned int polled = 0; /* sockets in the last ppoll (none before the first) */
 	int err = 0;
 
 	atomic_fetch_add(&p->waiters, 1);
+	if (atomic_load(&p->stop)) { /* stopping: the caller reads its fd as before */
+		atomic_fetch_sub(&p->waiters, 1);
+		return 0;
+	}
 	atomic_store(&p->waiter_follows, true);
 	atomic_store(&p->unpolled, false);
 	empty_polls = 0;
@@ -792,9 +822,10 @@ int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *ar
 		unsigned int n = progress_udp_count(p), k = 1;
 		int r;
 
-		if (wait_turn(p, pfd, polled, ready, arg))
+		if (wait_turn(p, pfd, polled, ready, arg) || atomic_load(&p->stop))
 			break;
 		pfd[0] = (struct pollfd){.fd = fd, .events = POLLIN};
+		pfd[k++] = (struct pollfd){.fd = p->stop_fd, .events = POLLIN};
 		/*
 		 * The sockets while they are the application's; the hand-over's eventfd while
 		 * they are still the thread's (a receive the thread makes wakes this one

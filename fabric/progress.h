@@ -97,7 +97,10 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 /* The backend running: "io_uring" or "epoll". */
 const char *uroce_progress_backend(const struct uroce_progress *p);
 
-/* Stop and join the thread, free the watches and the ring. @p must not be used afterwards. */
+/*
+ * Stop and join the thread, free the watches and the ring. Threads in uroce_progress_wait()
+ * return 0 first (it waits for them). @p must not be used afterwards.
+ */
 void uroce_progress_stop(struct uroce_progress *p);
 
 /* True in a callback: on the progress thread's turn, or a thread receiving in uroce_progress_poll.
@@ -129,8 +132,8 @@ void uroce_progress_unpoll(struct uroce_progress *p);
  * unpoll (uroce_progress_unpoll) that a wait follows keeps the sockets with the application.
  * @ready runs under the receive lock after each receive: a quick look at the caller's queue.
  * Cancellation: ppoll is a cancellation point, the receives are not. Returns 0 when the caller
- * should look (@ready, or @fd readable), EINTR when a signal interrupted the wait, or ppoll's
- * errno (ENOMEM; logged).
+ * should look (@ready, or @fd readable, or @p stopping: uroce_progress_stop), EINTR when a
+ * signal interrupted the wait, or ppoll's errno (ENOMEM; logged).
  */
 int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *arg), void *arg);
 

@@ -69,7 +69,7 @@ struct uroce_progress {
 	atomic_bool app_rx;         /* written under rx_lock */
 	_Atomic uint64_t last_poll; /* uroce_now() of the latest uroce_progress_poll() */
 	/*
-	 * Threads blocked in uroce_progress_wait() (they count as polling all the while); an
+	 * Threads in uroce_progress_wait() (they count as polling all the while); an
 	 * eventfd readable while the sockets are the application's (written at the hand-over,
 	 * drained at the take-back), which wakes a waiter that found them still the thread's;
 	 * whether this process's threads sleep in uroce_progress_wait() after an unpoll, and an
@@ -77,13 +77,13 @@ struct uroce_progress {
 	 */
 	_Atomic unsigned int waiters;
 	int handed_fd;
+	int stop_fd; /* readable once the progress object stops: waiters leave */
 	atomic_bool waiter_follows;
 	atomic_bool unpolled;
 	/* Progress thread: how long polls may pause before it takes the sockets back, and when it
 	 * last planned to look (progress.c, poll_idle_at). */
 	uint64_t idle_ns, idle_check;
 	uint64_t handed_at;                  /* progress thread: when it last gave the sockets */
-	uint64_t polled_datagrams;           /* received by polling threads since then (rx_lock) */
 	_Atomic unsigned int handover_polls; /* empty polls before a thread asks for the sockets */
 	atomic_bool end_due; /* a polling thread put off the batch_end callback (rx_lock) */
 	atomic_bool stop;

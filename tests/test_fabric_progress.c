@@ -13,6 +13,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -489,6 +490,31 @@ Test(progress, signal_interrupts_a_wait)
 	cr_assert_eq(uroce_progress_wait(p, -1, never_ready, NULL), EINTR);
 	watchdog_stop();
 	uroce_progress_stop(p);
+	uroce_udp_close(&sock);
+}
+
+static void *wait_and_report(void *arg)
+{
+	return (void *)(intptr_t)uroce_progress_wait(arg, -1, never_ready, NULL);
+}
+
+/*
+ * uroce_progress_stop with a thread waiting (a program exits while its CQ thread sleeps in
+ * ibv_get_cq_event): the waiter returns 0 before the object goes, and stop returns.
+ */
+Test(progress, stop_sends_the_waiters_away)
+{
+	struct uroce_progress *p;
+	pthread_t t;
+	void *ret;
+
+	open_sock(&sock);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, UROCE_BACKEND_AUTO), 0);
+	cr_assert_eq(pthread_create(&t, NULL, wait_and_report, p), 0);
+	usleep(50000);
+	uroce_progress_stop(p);
+	cr_assert_eq(pthread_join(t, &ret), 0);
+	cr_assert_eq((intptr_t)ret, 0);
 	uroce_udp_close(&sock);
 }
 

@@ -200,6 +200,8 @@ static void open_net(void)
 __attribute__((destructor)) static void close_net(void)
 {
 	if (net && !atomic_load(&in_child)) {
+		/* No new entry into the engine; a thread waiting in it leaves (progress.h). */
+		atomic_store(&net_ready, false);
 		log_totals();
 		uroce_net_close(net);
 	}
