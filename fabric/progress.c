@@ -362,14 +362,22 @@ static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
 	return at;
 }
 
-/* Whether a datagram waits on one of the sockets now (nobody receives them meanwhile). */
-static bool datagrams_waiting(struct uroce_progress *p)
+/* Fill @pfd with the UDP sockets, for POLLIN: their count. */
+static unsigned int socket_pollfds(struct uroce_progress *p, struct pollfd *pfd)
 {
-	struct pollfd pfd[PROGRESS_MAX_UDP];
 	unsigned int n = progress_udp_count(p);
 
 	for (unsigned int i = 0; i < n; i++)
 		pfd[i] = (struct pollfd){.fd = p->udp[i].sock.fd, .events = POLLIN};
+	return n;
+}
+
+/* Whether a datagram waits on one of the sockets now (nobody receives them meanwhile). */
+static bool datagrams_waiting(struct uroce_progress *p)
+{
+	struct pollfd pfd[PROGRESS_MAX_UDP];
+	unsigned int n = socket_pollfds(p, pfd);
+
 	return n && nc_poll(pfd, n, 0) > 0;
 }
 
@@ -819,7 +827,7 @@ int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *ar
 	if (!atomic_load(&p->app_rx) && !atomic_exchange(&p->want_app, true))
 		wake_thread(p);
 	for (;;) {
-		unsigned int n = progress_udp_count(p), k = 1;
+		unsigned int k = 1;
 		int r;
 
 		if (wait_turn(p, pfd, polled, ready, arg) || atomic_load(&p->stop))
@@ -832,10 +840,8 @@ int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *ar
 		 * through @fd). Either way every datagram has a receiver.
 		 */
 		if (atomic_load(&p->app_rx)) {
-			for (unsigned int i = 0; i < n; i++)
-				pfd[k++] =
-					(struct pollfd){.fd = p->udp[i].sock.fd, .events = POLLIN};
-			polled = n;
+			polled = socket_pollfds(p, pfd + k);
+			k += polled;
 		} else {
 			pfd[k++] = (struct pollfd){.fd = p->handed_fd, .events = POLLIN};
 			polled = 0;
