@@ -452,6 +452,31 @@ class Bench:
         return files, outs, why, lost
 
 
+def stacks(session):
+    """Every thread's stack of each process in @session (gdb), for a run that timed out."""
+    pids = subprocess.run(["pgrep", "-s", str(session)], capture_output=True,
+                          text=True).stdout.split()
+    out = []
+    for pid in pids:
+        r = subprocess.run(["gdb", "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt"],
+                           capture_output=True, text=True, timeout=60)
+        out.append(f"--- stacks of {pid}:\n" + "\n".join(
+            line for line in r.stdout.splitlines() if line.startswith(("#", "Thread"))))
+    return "\n".join(out)
+
+
+def kill_timed_out(p):
+    """Kill the session of @p, which timed out, after printing its threads' stacks: ->
+    its output, the stacks last."""
+    try:
+        trace = stacks(p.pid)
+    except (OSError, subprocess.SubprocessError) as e:
+        trace = f"--- no stacks: {e}"
+    os.killpg(p.pid, 9)
+    out, _ = p.communicate()
+    return out.decode(errors="replace") + "\n" + trace
+
+
 def run_bounded(argv, timeout):
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
@@ -459,9 +484,7 @@ def run_bounded(argv, timeout):
         out, _ = p.communicate(timeout=timeout)
         return vmlib.Result(p.returncode, out.decode(errors="replace"))
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, 9)
-        out, _ = p.communicate()
-        return vmlib.Result(None, out.decode(errors="replace"), timed_out=True)
+        return vmlib.Result(None, kill_timed_out(p), timed_out=True)
 
 
 def print_trace(pkts, base):
