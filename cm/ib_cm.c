@@ -236,6 +236,36 @@ int cm_conn_sidr_req(struct cm_conn *c, const struct cm_sidr_req *req, uint64_t 
 	return 0;
 }
 
+int cm_conn_accept_sidr_req(struct cm_conn *c, const struct cm_msg *m)
+{
+	if (c->state != CM_IDLE || m->hdr.attr_id != CM_ATTR_SIDR_REQ)
+		return EINVAL;
+	c->tid = m->hdr.tid;
+	c->remote_id = m->u.sidr_req.request_id;
+	c->service_id = m->u.sidr_req.service_id;
+	c->state = CM_SIDR_REQ_RCVD;
+	return 0;
+}
+
+int cm_conn_sidr_rep(struct cm_conn *c, const struct cm_sidr_rep *rep)
+{
+	struct cm_msg *m;
+
+	if (c->state != CM_SIDR_REQ_RCVD)
+		return EINVAL;
+	m = prepare(c, CM_ATTR_SIDR_REP);
+	m->u.sidr_rep = *rep;
+	m->u.sidr_rep.request_id = c->remote_id;
+	m->u.sidr_rep.service_id = c->service_id;
+	close_conn(c);
+	return 0;
+}
+
+void cm_conn_set_ece(struct cm_conn *c, uint32_t options)
+{
+	c->ece_options = options;
+}
+
 /* A repeated REQ (§4.9): the answer so far again, or an MRA while the consumer decides. */
 static void duplicate_req(struct cm_conn *c)
 {

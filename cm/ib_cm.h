@@ -14,7 +14,9 @@
  * Either side:  cm_conn_disconnect -> DREQ ... DREP in: time-wait; a DREQ in: CM_EV_DREQ, the
  *               consumer's cm_conn_disconnect answers DREP. Time-wait ends with
  *               CM_EV_TIMEWAIT_EXIT.
- * UD (SIDR):    cm_conn_sidr_req -> SIDR_REQ ... SIDR_REP in: CM_EV_SIDR_REP.
+ * UD (SIDR):    cm_conn_sidr_req -> SIDR_REQ ... SIDR_REP in: CM_EV_SIDR_REP. Passive:
+ *               cm_conn_accept_sidr_req (a SIDR_REQ for a listener); the consumer answers
+ *               with cm_conn_sidr_rep, sent once: closed.
  * Retries: a request (REQ, REP, DREQ, SIDR_REQ) is sent again each timeout, max_cm_retries
  * times; then CM_EV_TIMEOUT (Linux sends no REJ then; an unanswered DREQ still ends in
  * time-wait).
@@ -39,6 +41,7 @@ enum cm_state {
 	CM_DREQ_RCVD, /* the consumer answers with cm_conn_disconnect */
 	CM_TIMEWAIT,
 	CM_SIDR_REQ_SENT, /* UD: waiting for SIDR_REP */
+	CM_SIDR_REQ_RCVD, /* UD, passive: the consumer decides */
 	CM_CLOSED,        /* rejected, timed out or time-wait over: nothing more */
 };
 
@@ -84,6 +87,7 @@ struct cm_conn {
 	 */
 	uint32_t rq_psn, sq_psn;
 	uint32_t ece_options; /* ECE: the attribute modifier of the REQ or REP this side sends */
+	uint64_t service_id;  /* passive SIDR: the request's, which its SIDR_REP repeats */
 	struct cm_timing timing;
 
 	struct cm_msg sent;  /* the last request, for retries (or the answer to repeat) */
@@ -150,6 +154,23 @@ void cm_conn_established(struct cm_conn *c);
 
 /* UD: send @req (request_id set here) as SIDR_REQ. 0 or EINVAL. */
 int cm_conn_sidr_req(struct cm_conn *c, const struct cm_sidr_req *req, uint64_t tid, uint64_t now);
+
+/*
+ * Passive UD: the SIDR_REQ @m, routed to a listener, starts connection @c (idle); its request
+ * ID becomes remote_id. No event: the caller tells the consumer. Returns 0, or EINVAL if @c
+ * is not idle or @m is no SIDR_REQ.
+ */
+int cm_conn_accept_sidr_req(struct cm_conn *c, const struct cm_msg *m);
+
+/*
+ * Passive UD, in CM_SIDR_REQ_RCVD: answer with @rep (request ID and service ID filled in
+ * here), sent once with the request's transaction ID (Linux's cm_send_sidr_rep_locked keeps
+ * no state to repeat it); the connection is closed. 0, or EINVAL in any other state.
+ */
+int cm_conn_sidr_rep(struct cm_conn *c, const struct cm_sidr_rep *rep);
+
+/* ECE: the options that the REQ or REP sent next carries in its attribute modifier (Linux). */
+void cm_conn_set_ece(struct cm_conn *c, uint32_t options);
 
 /*
  * A MAD for this connection (the router matched its comm IDs). Duplicates and stale messages

@@ -369,6 +369,36 @@ Test(cm_conn, sidr_answer_and_timeout)
 	cr_assert_eq(w.s[0].events[CM_EV_TIMEOUT], 1);
 }
 
+/* Passive SIDR: the answer carries the request's IDs and transaction, leaves once, closes. */
+Test(cm_conn, sidr_passive_answers_once)
+{
+	struct cm_conn c;
+	struct cm_msg req = {.hdr = cm_hdr(CM_ATTR_SIDR_REQ, 0x4455)}, out;
+	struct cm_sidr_rep rep = {.status = CM_SIDR_OK, .qpn = 0x33, .qkey = CM_UDP_QKEY};
+
+	req.u.sidr_req.request_id = 0x1B2C3D4E;
+	req.u.sidr_req.service_id = 0x0000000001114853ull;
+	cm_conn_init(&c, 7, &timing);
+	cr_assert_eq(cm_conn_sidr_rep(&c, &rep), EINVAL, "no request to answer");
+	cr_assert_eq(cm_conn_accept_sidr_req(&c, &(struct cm_msg){.hdr = cm_hdr(CM_ATTR_REQ, 1)}),
+		     EINVAL);
+	cr_assert_eq(cm_conn_accept_sidr_req(&c, &req), 0);
+	cr_assert_eq(c.state, CM_SIDR_REQ_RCVD);
+	cr_assert_eq(cm_conn_accept_sidr_req(&c, &req), EINVAL, "not idle any more");
+	cr_assert_not(cm_conn_write(&c, &out, 0), "nothing to send before the consumer answers");
+	cr_assert_eq(cm_conn_sidr_rep(&c, &rep), 0);
+	cr_assert_eq(c.state, CM_CLOSED);
+	cr_assert(cm_conn_write(&c, &out, 0));
+	cr_assert_eq(out.hdr.attr_id, CM_ATTR_SIDR_REP);
+	cr_assert_eq(out.hdr.tid, 0x4455);
+	cr_assert_eq(out.u.sidr_rep.request_id, 0x1B2C3D4E);
+	cr_assert_eq(out.u.sidr_rep.service_id, 0x0000000001114853ull);
+	cr_assert_eq(out.u.sidr_rep.qpn, 0x33);
+	cr_assert_eq(cm_conn_expiry(&c), UINT64_MAX, "never repeated");
+	cr_assert_not(cm_conn_write(&c, &out, 0));
+	cr_assert_eq(cm_conn_sidr_rep(&c, &rep), EINVAL, "answered already");
+}
+
 Test(cm_conn, wrong_state_calls_are_refused)
 {
 	struct cm_conn c;

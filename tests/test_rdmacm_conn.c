@@ -337,6 +337,54 @@ Test(rdmacm_conn, reject_with_private_data, .timeout = 60)
 	forget_captures(pcap, server);
 }
 
+/* Server (UDP port space): destroy the id of a SIDR request without answering it. */
+static void drop_sidr_request(uint16_t port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in at = lo4(port);
+	struct rdma_cm_id *l, *child;
+	struct rdma_cm_event *ev;
+
+	need(rdma_create_id(ch, &l, NULL, RDMA_PS_UDP) == 0, "rdma_create_id: %s", strerror(errno));
+	need(rdma_bind_addr(l, (struct sockaddr *)&at) == 0, "rdma_bind_addr: %s", strerror(errno));
+	need(rdma_listen(l, 8) == 0, "rdma_listen: %s", strerror(errno));
+	listening();
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(child);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * A UD id destroyed with its SIDR request unanswered rejects it, as Linux's cm_destroy_id
+ * does (cm_reject_sidr_req): the requester learns at once (UNREACHABLE, the SIDR_REP's status
+ * 2, "rejected") instead of after its SIDR_REQ's retries, about a minute.
+ */
+Test(rdmacm_conn, destroyed_sidr_request_is_rejected, .timeout = 30)
+{
+	pid_t server = fork_server(drop_sidr_request, 7506);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in to = lo4(7506);
+	struct rdma_conn_param p = param(NULL, 0, 0);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&to, 2000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	cr_assert_eq(rdma_resolve_route(id, 2000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	cr_assert_eq(rdma_connect(id, &p), 0);
+	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE);
+	cr_assert_eq(ev->status, 2, "the SIDR_REP's status: rejected (2), not %d", ev->status);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	server_exits_cleanly(server);
+}
+
 /* Server: accept, then be the one to disconnect. */
 static void disconnect_first(uint16_t port)
 {

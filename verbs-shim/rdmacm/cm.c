@@ -58,8 +58,6 @@ struct cma_conn {
 	bool announced;  /* the host knows it established (mad.h uroce_cm_conn_state) */
 	int unreachable; /* the ICMP error that ended its request (on_unreachable), or 0 */
 	bool sidr;       /* UD: a SIDR exchange rather than a connection */
-	uint32_t sidr_id;               /* passive SIDR: the requester's request ID */
-	uint64_t sidr_sid;              /* and its service ID */
 	struct cma_conn *next, **pprev; /* cm.conns */
 	struct cma_hlink by_local;      /* cm.by_local: our comm ID */
 	struct cma_hlink by_peer;       /* cm.by_peer (passive only): the peer's ID and GID */
@@ -429,8 +427,7 @@ static struct cma_conn *conn_by_peer(bool sidr, uint32_t id, const uint8_t gid[1
 	     l = cma_htab_next(l)) {
 		struct cma_conn *c = uroce_container_of(l, struct cma_conn, by_peer);
 
-		if (c->sidr == sidr && (sidr ? c->sidr_id : c->cm.remote_id) == id &&
-		    !memcmp(c->dgid, gid, 16))
+		if (c->sidr == sidr && c->cm.remote_id == id && !memcmp(c->dgid, gid, 16))
 			return c;
 	}
 	return NULL;
@@ -644,42 +641,33 @@ static void on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 	if (!c)
 		return;
 	c->sidr = true;
-	c->sidr_id = req->request_id;
+	cm_conn_accept_sidr_req(&c->cm, m);
 	index_peer(c, req->request_id);
-	c->sidr_sid = req->service_id;
 	c->tos = rx->tos; /* answered along the path it came */
-	c->cm.tid = m->hdr.tid;
 	cma_ud_event(&c->id->id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &l->id, &ud,
 		     req->private_data + CM_HDR_LEN, CM_SIDR_REQ_PRIVATE - CM_HDR_LEN);
 }
 
-/* Passive SIDR: answer the requester with @status (and our QP). Locked. */
-static void sidr_reply(struct cma_conn *c, uint8_t status, const void *pd, size_t len)
+/* Passive SIDR: answer the requester with @status, @qpn and private data. Locked. */
+static void sidr_reply(struct cma_conn *c, uint8_t status, uint32_t qpn, const void *pd, size_t len)
 {
-	struct rdma_cm_id *id = &c->id->id;
-	struct cm_msg m = {.hdr = cm_hdr(CM_ATTR_SIDR_REP, c->cm.tid)};
-	uint8_t mad[CM_MAD_LEN];
+	struct cm_sidr_rep rep = {.status = status, .qkey = CM_UDP_QKEY};
 
-	m.u.sidr_rep.request_id = c->sidr_id;
-	m.u.sidr_rep.status = status;
-	m.u.sidr_rep.qpn = status == CM_SIDR_OK && id->qp ? id->qp->qp_num : 0;
-	m.u.sidr_rep.service_id = c->sidr_sid;
-	m.u.sidr_rep.qkey = CM_UDP_QKEY;
+	rep.qpn = status == CM_SIDR_OK ? qpn : 0;
 	if (len)
-		memcpy(m.u.sidr_rep.private_data, pd, len);
-	if (cm_encode(&m, mad))
-		send_mad(c->sgid, c->dgid, c->tos, mad);
-	c->cm.state = CM_CLOSED;
+		memcpy(rep.private_data, pd, len);
+	cm_conn_sidr_rep(&c->cm, &rep);
+	flush(c);
 }
 
 /* The engine's receiving thread: a MAD on QP 1. */
 static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 {
+	struct cm_route r = cm_route_of(rx->mad, CM_MAD_LEN);
 	struct cm_msg m;
-	uint32_t mine;
 
 	(void)arg;
-	if (cm_decode(rx->mad, CM_MAD_LEN, &m) != CM_OK)
+	if (r.kind == CM_ROUTE_NONE || cm_decode(rx->mad, CM_MAD_LEN, &m) != CM_OK)
 		return;
 	pthread_mutex_lock(&cm.lock);
 	if (m.hdr.attr_id == CM_ATTR_REQ) {
@@ -687,12 +675,9 @@ static void on_mad(void *arg, const struct uroce_mad_rx *rx)
 	} else if (m.hdr.attr_id == CM_ATTR_SIDR_REQ) {
 		on_sidr_req(&m, rx);
 	} else {
-		/* Every other message names our comm ID: remote (or the SIDR request ID). */
-		struct cma_conn *c;
+		/* Every other message names our comm ID (route.h). */
+		struct cma_conn *c = conn_by_local(r.comm_id);
 
-		mine = m.hdr.attr_id == CM_ATTR_SIDR_REP ? m.u.sidr_rep.request_id
-							 : m.u.rep.remote_comm_id;
-		c = conn_by_local(mine);
 		if (!c)
 			answer_unclaimed(rx); /* a DREQ of a connection gone: DREP */
 		else if (cm_conn_read(&c->cm, &m, now_ns()))
@@ -942,7 +927,7 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 	req.local_ca_guid = id->verbs ? be64toh(ibv_get_device_guid(id->verbs->device)) : 0;
 	req.local_qpn = qpn;
 	req.vendor_id = ci->local_ece.vendor_id;
-	c->cm.ece_options = ci->local_ece.options;
+	cm_conn_set_ece(&c->cm, ci->local_ece.options);
 	req.responder_resources = c->responder_resources;
 	req.initiator_depth = c->initiator_depth;
 	req.remote_cm_response_timeout = CM_RESPONSE_TIMEOUT;
@@ -992,12 +977,13 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 	ci = to_cma_id(id);
 	pthread_mutex_lock(&cm.lock);
 	c = ci->conn;
-	if (c && c->sidr && c->cm.state == CM_IDLE) {
+	if (c && c->cm.state == CM_SIDR_REQ_RCVD) {
 		if (conn_param && conn_param->private_data_len > CM_SIDR_REP_PRIVATE) {
 			cm_unlock();
 			return fail(EINVAL);
 		}
-		sidr_reply(c, CM_SIDR_OK, conn_param ? conn_param->private_data : NULL,
+		sidr_reply(c, CM_SIDR_OK, id->qp ? id->qp->qp_num : 0,
+			   conn_param ? conn_param->private_data : NULL,
 			   conn_param ? conn_param->private_data_len : 0);
 		ci->state = CMA_CONNECTED;
 		cm_unlock();
@@ -1026,7 +1012,7 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 	rep.vendor_id[0] = (uint8_t)(ci->local_ece.vendor_id >> 16);
 	rep.vendor_id[1] = (uint8_t)(ci->local_ece.vendor_id >> 8);
 	rep.vendor_id[2] = (uint8_t)ci->local_ece.vendor_id;
-	c->cm.ece_options = ci->local_ece.options;
+	cm_conn_set_ece(&c->cm, ci->local_ece.options);
 	rep.starting_psn = c->my_psn;
 	rep.responder_resources = c->responder_resources;
 	rep.initiator_depth = c->initiator_depth;
@@ -1054,8 +1040,8 @@ static int reject(struct rdma_cm_id *id, uint16_t reason, const void *private_da
 		return fail(EINVAL);
 	pthread_mutex_lock(&cm.lock);
 	c = to_cma_id(id)->conn;
-	if (c && c->sidr && c->cm.state == CM_IDLE) {
-		sidr_reply(c, CM_SIDR_REJECT, private_data,
+	if (c && c->cm.state == CM_SIDR_REQ_RCVD) {
+		sidr_reply(c, CM_SIDR_REJECT, 0, private_data,
 			   private_data_len < CM_SIDR_REP_PRIVATE ? private_data_len
 								  : CM_SIDR_REP_PRIVATE);
 		to_cma_id(id)->state = CMA_DISCONNECTED;
@@ -1221,11 +1207,16 @@ UROCE_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id *
 }
 
 /*
- * A connection whose id goes away (destroyed, or left behind at exit) disconnects, as Linux does:
- * a DREQ if it is up, the DREP to the peer's DREQ if one came. Locked. True if a MAD is due.
+ * A connection whose id goes away (destroyed, or left behind at exit) disconnects, as Linux does
+ * (cm_destroy_id): a DREQ if it is up, the DREP to the peer's DREQ if one came, a rejecting
+ * SIDR_REP to a SIDR request never answered. Locked. True if a MAD is due.
  */
 static bool disconnect_abandoned(struct cma_conn *c)
 {
+	if (c->cm.state == CM_SIDR_REQ_RCVD) { /* cm_destroy_id: cm_reject_sidr_req */
+		sidr_reply(c, CM_SIDR_REJECT, 0, NULL, 0);
+		return true;
+	}
 	if (c->cm.state != CM_ESTABLISHED && c->cm.state != CM_DREQ_RCVD)
 		return false;
 	cm_conn_disconnect(&c->cm, NULL, 0, now_ns());
