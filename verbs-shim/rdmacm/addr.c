@@ -310,12 +310,6 @@ void cma_release(struct cma_id *c)
 	c->id.route.num_paths = 0;
 }
 
-static int fail(int err)
-{
-	errno = err;
-	return -1;
-}
-
 /*
  * 0, or -1 with errno: EINVAL (NULL, or @id already bound), EAFNOSUPPORT (not IPv4 or IPv6),
  * ENODEV (no uroce device has the address), EADDRINUSE (the port of that port space is taken
@@ -329,14 +323,14 @@ UROCE_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	int err;
 
 	if (!id || !addr)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (!is_ip(addr))
-		return fail(EAFNOSUPPORT);
+		return cma_fail(EAFNOSUPPORT);
 	c = to_cma_id(id);
 	if (c->state != CMA_IDLE)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	err = bind_to(c, addr);
-	return err ? fail(err) : 0;
+	return err ? cma_fail(err) : 0;
 }
 
 /* The source address the routing table gives for @dst (port 0): 0 or an errno. */
@@ -373,12 +367,12 @@ UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_a
 
 	(void)timeout_ms;
 	if (!id || !dst_addr)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (!is_ip(dst_addr) || (src_addr && src_addr->sa_family != dst_addr->sa_family))
-		return fail(EAFNOSUPPORT);
+		return cma_fail(EAFNOSUPPORT);
 	c = to_cma_id(id);
 	if (c->state > CMA_BOUND)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (c->state == CMA_IDLE && src_addr && !is_wildcard(src_addr) &&
 	    rdma_bind_addr(id, src_addr))
 		return -1;
@@ -403,7 +397,7 @@ UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_a
 		c->state = CMA_ADDR_RESOLVED;
 	}
 	err = cma_event(id, err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, -err);
-	return err ? fail(err) : cma_complete(id);
+	return err ? cma_fail(err) : cma_complete(id);
 }
 
 /*
@@ -420,13 +414,13 @@ UROCE_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 
 	(void)timeout_ms;
 	if (!id)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	c = to_cma_id(id);
 	if (c->state != CMA_ADDR_RESOLVED)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return fail(ENOMEM);
+		return cma_fail(ENOMEM);
 	p->sgid = cma_gid(&id->route.addr.src_addr);
 	p->dgid = cma_gid(&id->route.addr.dst_addr);
 	p->dlid = p->slid = htons(0xFFFF); /* permissive on RoCEv2 (§4.7) */
@@ -442,5 +436,5 @@ UROCE_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	id->route.num_paths = 1;
 	c->state = CMA_ROUTE_RESOLVED;
 	err = cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-	return err ? fail(err) : cma_complete(id);
+	return err ? cma_fail(err) : cma_complete(id);
 }

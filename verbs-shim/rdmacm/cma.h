@@ -13,6 +13,7 @@
 #ifndef UROCE_VERBS_SHIM_RDMACM_CMA_H
 #define UROCE_VERBS_SHIM_RDMACM_CMA_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <stdbool.h>
@@ -73,6 +74,13 @@ struct cma_id {
 };
 
 #define CMA_MAX_BACKLOG 1024 /* ucma's default net.rdma_ucm.max_backlog */
+
+/* A librdmacm call fails: errno = @err, -1 (librdmacm's ERR()). */
+static inline int cma_fail(int err)
+{
+	errno = err;
+	return -1;
+}
 
 static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
 {

@@ -27,12 +27,6 @@ struct cma_mc {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* every id's list of groups */
 
-static int fail(int err)
-{
-	errno = err;
-	return -1;
-}
-
 static bool is_multicast(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
@@ -56,23 +50,23 @@ UROCE_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 	int idx, err;
 
 	if (!id || !mc_join_attr || (mc_join_attr->comp_mask & need) != need || !mc_join_attr->addr)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (mc_join_attr->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER &&
 	    mc_join_attr->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (mc_join_attr->addr->sa_family != AF_INET && mc_join_attr->addr->sa_family != AF_INET6)
-		return fail(EAFNOSUPPORT);
+		return cma_fail(EAFNOSUPPORT);
 	c = to_cma_id(id);
 	/* The kernel's rules: a bound or resolved UD id, with a device. */
 	if ((c->state != CMA_BOUND && c->state != CMA_ADDR_RESOLVED) || !id->verbs ||
 	    id->qp_type != IBV_QPT_UD || !is_multicast(mc_join_attr->addr))
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	idx = cma_gid_index(id->verbs, cma_gid(&id->route.addr.src_addr).raw);
 	if (idx < 0)
-		return fail(ENODEV);
+		return cma_fail(ENODEV);
 	mc = calloc(1, sizeof(*mc));
 	if (!mc)
-		return fail(ENOMEM);
+		return cma_fail(ENOMEM);
 	mc->mgid = cma_gid(mc_join_attr->addr);
 	mc->sendonly = mc_join_attr->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
 	ud.ah_attr.is_global = 1;
@@ -88,7 +82,7 @@ UROCE_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 	err = cma_join_event(id, &ud, context, !mc->sendonly);
 	if (err) {
 		rdma_leave_multicast(id, mc_join_attr->addr);
-		return fail(err);
+		return cma_fail(err);
 	}
 	return cma_complete(id);
 }
@@ -117,9 +111,9 @@ UROCE_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *ad
 	int err = 0;
 
 	if (!id || !addr)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
-		return fail(EADDRNOTAVAIL);
+		return cma_fail(EADDRNOTAVAIL);
 	c = to_cma_id(id);
 	mgid = cma_gid(addr);
 	pthread_mutex_lock(&lock);
@@ -132,11 +126,11 @@ UROCE_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *ad
 	}
 	pthread_mutex_unlock(&lock);
 	if (!mc)
-		return fail(EADDRNOTAVAIL);
+		return cma_fail(EADDRNOTAVAIL);
 	if (id->qp && !mc->sendonly)
 		err = ibv_detach_mcast(id->qp, &mgid, 0);
 	free(mc);
-	return err ? fail(err) : 0;
+	return err ? cma_fail(err) : 0;
 }
 
 void cma_mc_release(struct cma_id *c)

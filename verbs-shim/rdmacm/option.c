@@ -15,12 +15,6 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/rdmacm/cma.h"
 
-static int fail(int err)
-{
-	errno = err;
-	return -1;
-}
-
 /* An option of level RDMA_OPTION_ID: 0 or an errno. */
 static int set_id_option(struct cma_id *c, int optname, const void *optval, size_t optlen)
 {
@@ -126,12 +120,12 @@ UROCE_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, 
 	int err;
 
 	if (!id || !optval)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (level == RDMA_OPTION_ID)
 		err = set_id_option(to_cma_id(id), optname, optval, optlen);
 	else if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
 		err = set_path(to_cma_id(id), optval, optlen);
 	else
 		err = ENOSYS;
-	return err ? fail(err) : 0;
+	return err ? cma_fail(err) : 0;
 }

@@ -77,12 +77,6 @@ static struct ibv_xrcd *default_xrcd(struct ibv_context *ctx)
 	return xrcd;
 }
 
-static int fail(int err)
-{
-	errno = err;
-	return -1;
-}
-
 /*
  * The attributes to move @id's QP to @qp_attr->qp_state: INIT (P_Key index 0, the id's port,
  * no remote access yet -- or rdma_cm's Q_Key for UD); RTR and RTS from the connection (the
@@ -93,7 +87,7 @@ UROCE_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp
 				   int *qp_attr_mask)
 {
 	if (!id || !qp_attr || !qp_attr_mask || !id->verbs)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	switch (qp_attr->qp_state) {
 	case IBV_QPS_INIT:
 		qp_attr->pkey_index = 0;
@@ -111,7 +105,7 @@ UROCE_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp
 		if (id->qp_type != IBV_QPT_UD) {
 			int err = cma_conn_qp_attr(to_cma_id(id), qp_attr, qp_attr_mask);
 
-			return err ? fail(err) : 0;
+			return err ? cma_fail(err) : 0;
 		}
 		*qp_attr_mask = IBV_QP_STATE;
 		return 0;
@@ -119,13 +113,13 @@ UROCE_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp
 		if (id->qp_type != IBV_QPT_UD) {
 			int err = cma_conn_qp_attr(to_cma_id(id), qp_attr, qp_attr_mask);
 
-			return err ? fail(err) : 0;
+			return err ? cma_fail(err) : 0;
 		}
 		qp_attr->sq_psn = 0;
 		*qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 		return 0;
 	default:
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	}
 }
 
@@ -200,15 +194,15 @@ UROCE_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_att
 	int err;
 
 	if (!id || !attr || !id->verbs || id->qp)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
 		attr->pd = id->pd ? id->pd : default_pd(id->verbs);
 		if (!attr->pd)
-			return fail(ENOMEM);
+			return cma_fail(ENOMEM);
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
 	if (attr->pd->context != id->verbs)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (id->qp_type == IBV_QPT_XRC_RECV &&
 	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
 		attr->xrcd = default_xrcd(id->verbs);
@@ -220,7 +214,7 @@ UROCE_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_att
 		err = create_cqs(id, attr->send_cq ? 0 : (int)attr->cap.max_send_wr,
 				 attr->recv_cq ? 0 : (int)attr->cap.max_recv_wr);
 		if (err)
-			return fail(err);
+			return cma_fail(err);
 		if (!attr->send_cq)
 			attr->send_cq = id->send_cq;
 		if (!attr->recv_cq)
@@ -230,13 +224,13 @@ UROCE_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_att
 	if (!qp) {
 		err = errno;
 		destroy_cqs(id);
-		return fail(err);
+		return cma_fail(err);
 	}
 	err = ready(id, qp);
 	if (err) {
 		ibv_destroy_qp(qp);
 		destroy_cqs(id);
-		return fail(err);
+		return cma_fail(err);
 	}
 	id->qp = qp;
 	id->pd = attr->pd;
@@ -252,7 +246,7 @@ UROCE_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	int ret;
 
 	if (!qp_init_attr)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	ex.qp_context = qp_init_attr->qp_context;
 	ex.send_cq = qp_init_attr->send_cq;
 	ex.recv_cq = qp_init_attr->recv_cq;
@@ -290,11 +284,11 @@ UROCE_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_a
 	int err;
 
 	if (!id || !attr || !id->verbs)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
 		attr->pd = id->pd ? id->pd : default_pd(id->verbs);
 		if (!attr->pd)
-			return fail(ENOMEM);
+			return cma_fail(ENOMEM);
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
 	}
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC) {
@@ -305,7 +299,7 @@ UROCE_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_a
 		}
 		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
 			if (!id->recv_cq && (err = create_cqs(id, 0, (int)attr->attr.max_wr)))
-				return fail(err);
+				return cma_fail(err);
 			attr->cq = id->recv_cq;
 		}
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
@@ -324,7 +318,7 @@ UROCE_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	struct ibv_srq_init_attr_ex ex = {0};
 
 	if (!attr)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	ex.srq_context = attr->srq_context;
 	ex.attr = attr->attr;
 	ex.pd = pd;
@@ -356,7 +350,7 @@ UROCE_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *re
 	int err;
 
 	if (!id || !res)
-		return fail(EINVAL);
+		return cma_fail(EINVAL);
 	if (rdma_create_id(NULL, &cm, NULL, (enum rdma_port_space)res->ai_port_space))
 		return -1;
 	cm->qp_type = (enum ibv_qp_type)res->ai_qp_type;
@@ -386,7 +380,7 @@ UROCE_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *re
 	if (err) {
 		err = errno;
 		rdma_destroy_id(cm);
-		return fail(err);
+		return cma_fail(err);
 	}
 	*id = cm;
 	return 0;
