@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fabric/log.h"
+#include "fabric/timer.h"
 #include "transport/wire.h"
 
 /* A held packet, in the delay line sorted by due time. */
@@ -22,8 +23,7 @@ struct held {
 
 struct uroce_faults {
 	struct uroce_faults_cfg cfg;
-	struct uroce_net *net;
-	uroce_faults_emit_fn emit;
+	const struct uroce_faults_ops *ops;
 	void *arg;
 	pthread_mutex_t lock; /* rng, line, stats */
 	uint64_t rng;
@@ -218,19 +218,19 @@ static void on_due(struct uroce_timer *t, uint64_t now)
 		h = f->line;
 		if (!h || h->due > now) {
 			if (h)
-				uroce_timer_arm(f->net, &f->timer, h->due);
+				f->ops->arm(f->arg, &f->timer, h->due);
 			pthread_mutex_unlock(&f->lock);
 			return;
 		}
 		f->line = h->next;
 		pthread_mutex_unlock(&f->lock);
-		f->emit(f->arg, h->tx, &h->ip, h->roce, h->len);
+		f->ops->emit(f->arg, h->tx, &h->ip, h->roce, h->len);
 		free(h);
 	}
 }
 
-struct uroce_faults *uroce_faults_new(const struct uroce_faults_cfg *cfg, struct uroce_net *net,
-				      uroce_faults_emit_fn emit, void *arg)
+struct uroce_faults *uroce_faults_new(const struct uroce_faults_cfg *cfg,
+				      const struct uroce_faults_ops *ops, void *arg)
 {
 	struct uroce_faults *f = calloc(1, sizeof(*f));
 
@@ -239,8 +239,7 @@ struct uroce_faults *uroce_faults_new(const struct uroce_faults_cfg *cfg, struct
 		return NULL;
 	}
 	f->cfg = *cfg;
-	f->net = net;
-	f->emit = emit;
+	f->ops = ops;
 	f->arg = arg;
 	f->rng = cfg->seed;
 	f->timer.fire = on_due;
@@ -285,7 +284,7 @@ static bool hold(struct uroce_faults *f, bool tx, const struct roce_ipudp *ip, c
 	h->next = *p;
 	*p = h;
 	if (f->line == h)
-		uroce_timer_arm(f->net, &f->timer, due);
+		f->ops->arm(f->arg, &f->timer, due);
 	return true;
 }
 

@@ -30,7 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fabric/net.h"
+#include "transport/ipudp.h"
+
+struct uroce_timer;
 
 /* How much longer than the others a reordered packet is held. */
 #define UROCE_FAULTS_REORDER_NS 100000u
@@ -52,16 +54,24 @@ int uroce_faults_parse(const char *spec, struct uroce_faults_cfg *cfg);
 
 struct uroce_faults;
 
-/*
- * Where packets a fault held back go when their time comes (on the progress thread):
- * @tx says which direction they were taken from; @roce (@len bytes) may be changed.
- */
-typedef void (*uroce_faults_emit_fn)(void *arg, bool tx, const struct roce_ipudp *ip, uint8_t *roce,
-				     size_t len);
+/* What the faults need of their endpoint, given at creation (the endpoint is above them). */
+struct uroce_faults_ops {
+	/*
+	 * Where packets a fault held back go when their time comes (on the progress thread):
+	 * @tx says which direction they were taken from; @roce (@len bytes) may be changed.
+	 */
+	void (*emit)(void *arg, bool tx, const struct roce_ipudp *ip, uint8_t *roce, size_t len);
+	/*
+	 * Arm (or move) the delay line's timer @t to @deadline on the endpoint's progress thread
+	 * (uroce_timers_arm), from any thread. The thread starts after the faults are created, so
+	 * they are given this rather than its timers.
+	 */
+	void (*arm)(void *arg, struct uroce_timer *t, uint64_t deadline);
+};
 
-/* Faults for endpoint @net: NULL with errno ENOMEM. */
-struct uroce_faults *uroce_faults_new(const struct uroce_faults_cfg *cfg, struct uroce_net *net,
-				      uroce_faults_emit_fn emit, void *arg);
+/* Faults calling @ops with @arg (both kept): NULL with errno ENOMEM. */
+struct uroce_faults *uroce_faults_new(const struct uroce_faults_cfg *cfg,
+				      const struct uroce_faults_ops *ops, void *arg);
 /*
  * Drop what the delay line holds (lost, as on a wire) and free @f. Only once the endpoint's
  * progress thread has stopped: its timers, the delay line's among them, are gone then.
@@ -79,7 +89,12 @@ unsigned int uroce_faults_apply(struct uroce_faults *f, bool tx, const struct ro
 /* Whether faults apply to direction @tx at all. */
 bool uroce_faults_on(const struct uroce_faults *f, bool tx);
 
-/* struct uroce_faults_stats is in net.h. Zeros for a NULL @f. */
+/* What the faults did to the packets so far (uroce_net_get_stats). */
+struct uroce_faults_stats {
+	uint64_t lost, duplicated, corrupted, reordered, delayed;
+};
+
+/* Zeros for a NULL @f. */
 void uroce_faults_get_stats(struct uroce_faults *f, struct uroce_faults_stats *out);
 
 #endif

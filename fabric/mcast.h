@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fabric/net.h"
 #include "fabric/progress.h"
+#include "fabric/rx.h"
 #include "fabric/udp.h"
 
 struct uroce_mcast;

@@ -64,14 +64,6 @@ struct uroce_net {
 	atomic_uint gsi_psn;   /* QP 1's next send PSN */
 };
 
-uint64_t uroce_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t wall_clock(void)
 {
 	struct timespec ts;
@@ -231,6 +223,14 @@ static void emit_held(void *arg, bool tx, const struct roce_ipudp *ip, uint8_t *
 			net->ops->batch_end(net->arg);
 	}
 }
+
+/* The faults' delay line is timed by the progress thread, as every fabric timer is. */
+static void arm_held(void *arg, struct uroce_timer *t, uint64_t deadline)
+{
+	uroce_timer_arm(arg, t, deadline);
+}
+
+static const struct uroce_faults_ops faults_ops = {.emit = emit_held, .arm = arm_held};
 
 static void flush_capture(struct uroce_timer *t, uint64_t now)
 {
@@ -470,7 +470,7 @@ int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void
 		}
 	}
 	if (net->cfg.faults.on) {
-		net->faults = uroce_faults_new(&net->cfg.faults, net, emit_held, net);
+		net->faults = uroce_faults_new(&net->cfg.faults, &faults_ops, net);
 		if (!net->faults) {
 			err = ENOMEM;
 			goto fail;

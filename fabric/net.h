@@ -22,34 +22,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transport/icrc.h"
+#include "fabric/faults.h"
+#include "fabric/rx.h"
+#include "fabric/service.h"
+#include "fabric/timer.h"
 #include "transport/ipudp.h"
 
-struct uroce_faults_stats {
-	uint64_t lost, duplicated, corrupted, reordered, delayed;
-};
-
 struct uroce_net;
-
-/* One received RoCEv2 datagram. */
-struct uroce_rx {
-	/*
-	 * Addresses and ports as received; tos and ttl from the IP header; ip_frag ROCE_IPV4_DF
-	 * and ip_id as the ICRC check recovered it (the kernel reports neither; GSO segments
-	 * carry IDs 0, 1, 2, ...), so that the capture shows the frame as it was on the wire.
-	 */
-	struct roce_ipudp ip;
-	const uint8_t *roce; /* UDP payload: BTH .. ICRC, valid during the callback only */
-	size_t len;
-	uint64_t now;               /* uroce_now() when the batch was taken */
-	enum roce_icrc_result icrc; /* the ICRC check, done before the capture */
-	/*
-	 * A multicast datagram a process of this host sent, handed to the host's members through
-	 * the rendezvous rather than received from a wire: the QP that sent it (DETH source QP,
-	 * unique on the host) is not one of its receivers.
-	 */
-	bool host_sent;
-};
 
 struct uroce_net_ops {
 	/*
@@ -81,30 +60,6 @@ struct uroce_net_ops {
 	 */
 	void (*unreachable)(void *arg, const uint8_t gid[16], int err);
 };
-
-/*
- * An rdma_cm address bound on the host (ARCHITECTURE.md "The host's CM directory"): ports are
- * reserved, and REQs routed to listeners, across the processes of a host, as the kernel's
- * rdma_cm does across the programs of a machine.
- */
-struct uroce_service {
-	uint16_t ps;     /* rdma_cm port space (cm/wire.h enum cm_port_space) */
-	uint16_t port;   /* 0 in UROCE_SERVICE_BIND: a free one of 32768..60999, filled in */
-	uint8_t gid[16]; /* the address as a GID; ::ffff:0.0.0.0 is any IPv4, :: any address */
-	uint8_t flags;   /* UROCE_SERVICE_REUSEADDR, _AFONLY (rdma_set_option) */
-};
-
-#define UROCE_SERVICE_REUSEADDR 1u /* shares the port with others that have it, until listening */
-#define UROCE_SERVICE_AFONLY    2u /* meets only bindings of its own address family */
-
-enum uroce_service_op {
-	UROCE_SERVICE_BIND = 1, /* reserve the port at the address */
-	UROCE_SERVICE_LISTEN,   /* REQs and SIDR_REQs for it come to this process */
-	UROCE_SERVICE_UNBIND,   /* give it up (listening too) */
-};
-
-/* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline below. */
-uint64_t uroce_now(void);
 
 /*
  * Start the endpoint: join (or become) the host's hub, take a first QPN range, open the sockets,
@@ -204,16 +159,10 @@ uint32_t uroce_net_rx_budget(const struct uroce_net *net);
 /* Whether threads busy-poll the endpoint now (uroce_progress_polled). */
 bool uroce_net_polled(const struct uroce_net *net);
 
-/* A deadline on the progress thread. Embed it; all fields are the timer module's. */
-struct uroce_timer {
-	void (*fire)(struct uroce_timer *t, uint64_t now); /* on the progress thread */
-	uint64_t deadline;
-	uint32_t heap_index; /* 0: not armed */
-};
-
 /*
- * Arm @t to fire at @deadline (uroce_now() clock), or move it if armed. From any thread;
- * a deadline in the past fires as soon as the progress thread gets to it.
+ * Timers (struct uroce_timer, and uroce_now(), in fabric/timer.h) on the endpoint's progress
+ * thread. Arm @t to fire at @deadline (uroce_now() clock), or move it if armed. From any thread; a
+ * deadline in the past fires as soon as the progress thread gets to it.
  */
 void uroce_timer_arm(struct uroce_net *net, struct uroce_timer *t, uint64_t deadline);
 
@@ -266,12 +215,6 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s);
 
 /*
- * The hub's answer to an asynchronous request: uroce_net_service's error and, after a BIND,
- * the binding with its port. Called on the progress thread, with no lock of the engine held.
- */
-typedef void (*uroce_service_done_fn)(void *arg, int err, const struct uroce_service *s);
-
-/*
  * @op on @s as uroce_net_service, without waiting: @fn (if not NULL) gets the answer later.
  * Requests of a process reach the hub in the order they were made, waiting or not, so a BIND
  * made after an UNBIND of the same port is answered after it. One made by another process may
@@ -280,14 +223,6 @@ typedef void (*uroce_service_done_fn)(void *arg, int err, const struct uroce_ser
  */
 int uroce_net_service_async(struct uroce_net *net, enum uroce_service_op op,
 			    const struct uroce_service *s, uroce_service_done_fn fn, void *arg);
-
-/* An established CM connection of this process (uroce_net_cm_conn). */
-struct uroce_cm_conn {
-	uint32_t local_id, remote_id; /* communication IDs: this process's, the peer's */
-	uint32_t remote_qpn;          /* the peer's QP */
-	uint8_t sgid[16], dgid[16];   /* this end's address and the peer's */
-	uint8_t tos;
-};
 
 /*
  * Tell the host that @c is established (@up) or no longer is, so that if this process dies

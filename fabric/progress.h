@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fabric/net.h"
+#include "fabric/rx.h"
 #include "fabric/timer.h"
 #include "fabric/udp.h"
 

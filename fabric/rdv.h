@@ -74,9 +74,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fabric/net.h"
 #include "fabric/progress.h"
 #include "fabric/qpn.h"
+#include "fabric/rx.h"
+#include "fabric/service.h"
 
 /* How long a new hub keeps the blocks of processes that have not re-registered. */
 #define RDV_GRACE_NS (2 * 1000000000ull)

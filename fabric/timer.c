@@ -3,10 +3,19 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "fabric/log.h"
 
 #define INITIAL_CAP 64
+
+uint64_t uroce_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 int uroce_timers_init(struct uroce_timers *ts, void (*wake)(void *arg), void *wake_arg)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The progress thread's deadlines (struct uroce_timer, fabric/net.h): a binary min-heap keyed by
+ * The progress thread's deadlines (struct uroce_timer): a binary min-heap keyed by
  * deadline, in an array whose positions the timers record (heap_index, 1-based; 0: not armed).
  * Arm and cancel from any thread under one mutex; callbacks run on the runner thread without it.
  */
@@ -11,7 +11,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fabric/net.h"
+/* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline (and of struct uroce_rx's now). */
+uint64_t uroce_now(void);
+
+/*
+ * A deadline on the progress thread. Embed it; all fields are the timer module's. The endpoint
+ * arms it (net.h: uroce_timer_arm), the modules below it through uroce_timers_arm.
+ */
+struct uroce_timer {
+	void (*fire)(struct uroce_timer *t, uint64_t now); /* on the progress thread */
+	uint64_t deadline;
+	uint32_t heap_index; /* 0: not armed */
+};
 
 struct uroce_timers {
 	pthread_mutex_t lock;
