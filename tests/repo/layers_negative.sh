@@ -18,6 +18,6 @@ rm "$tmp/transport/bad.c"
 printf '#include <sys/socket.h>\n' >"$tmp/cm/bad.c"
 if "$check" "$tmp" 2>/dev/null; then echo "check-layers accepted cm/bad.c with a socket header"; exit 1; fi
 rm "$tmp/cm/bad.c"
-printf '#include "verbs-shim/x.h"\n' >"$tmp/fabric/bad.c"
+printf '#include "verbs-shim/x.h"\n' >"$tmp/fabric/net.c"
 if "$check" "$tmp" 2>/dev/null; then echo "check-layers accepted fabric including verbs-shim"; exit 1; fi
 echo "ok"
