@@ -5,7 +5,7 @@ check=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/transport" "$tmp/cm" "$tmp/fabric"
-printf '#include "transport/wire.h"\n' >"$tmp/cm/ok.c"
+printf '#include "transport/wire.h"\n' >"$tmp/cm/wire.c"
 "$check" "$tmp" >/dev/null || { echo "a clean tree was rejected"; exit 1; }
 for bad in '#include "fabric/pcap.h"' '#include <pthread.h>' '#include <time.h>'; do
 	printf '%s\n' "$bad" >"$tmp/transport/bad.c"
@@ -15,9 +15,9 @@ for bad in '#include "fabric/pcap.h"' '#include <pthread.h>' '#include <time.h>'
 	fi
 done
 rm "$tmp/transport/bad.c"
-printf '#include <sys/socket.h>\n' >"$tmp/cm/bad.c"
-if "$check" "$tmp" 2>/dev/null; then echo "check-layers accepted cm/bad.c with a socket header"; exit 1; fi
-rm "$tmp/cm/bad.c"
+printf '#include <sys/socket.h>\n' >"$tmp/cm/route.c"
+if "$check" "$tmp" 2>/dev/null; then echo "check-layers accepted cm/route.c with a socket header"; exit 1; fi
+rm "$tmp/cm/route.c"
 printf '#include "verbs-shim/x.h"\n' >"$tmp/fabric/net.c"
 if "$check" "$tmp" 2>/dev/null; then echo "check-layers accepted fabric including verbs-shim"; exit 1; fi
 echo "ok"
