@@ -1,4 +1,11 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The rendezvous (rdv.h): meeting the host's other processes on the abstract socket
+ * \0uroce/<port>, as the hub that binds it and holds the RoCE port or as a process connected
+ * to it; taking over when the hub goes; QPN blocks asked of the hub and granted; the
+ * process's side of the control messages. The hub's side is rdv_hub.c, forwarding
+ * rdv_forward.c, the records on the socket rdv_link.c, the CM directory rdv_cm.c.
+ */
 #include "fabric/rdv.h"
 
 #include <errno.h>
@@ -26,135 +33,6 @@
 #define MEET_TIMEOUT_NS (2000 * MS) /* a bound name nobody listens on, for this long */
 #define BIND_TIMEOUT_NS (1000 * MS) /* the UDP port still held, for this long */
 #define BIND_RETRY_NS   (100 * MS)
-#define SEND_TIMEOUT_MS 1000 /* a control message to a process that does not read */
-#define SOCK_BUF        (4 << 20)
-
-/*
- * Send one record. With @wait, wait up to SEND_TIMEOUT_MS for room once. Returns 0 or errno.
- */
-static int send_record(int fd, const struct iovec *iov, size_t iovcnt, bool wait)
-{
-	struct msghdr msg = {.msg_iov = (struct iovec *)iov, .msg_iovlen = iovcnt};
-
-	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-		int n;
-
-		if (nc_sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
-			return 0;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN || !wait)
-			return errno;
-		n = nc_poll(&pfd, 1, SEND_TIMEOUT_MS);
-		if (n == 0)
-			return ETIMEDOUT;
-		if (n < 0 && errno != EINTR)
-			return errno;
-		wait = false;
-	}
-}
-
-static int send_msg(int fd, const void *msg, size_t len)
-{
-	struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
-
-	return send_record(fd, &iov, 1, true);
-}
-
-/* Hub: a control message to @c; a process that cannot take it is dropped (it will rejoin). */
-void rdv_conn_send(struct conn *c, const void *msg, size_t len)
-{
-	int err;
-
-	if (c->dead)
-		return;
-	err = send_msg(c->fd, msg, len);
-	if (err) {
-		/* EPIPE, ECONNRESET: it has just gone, and its EOF is on the way. */
-		uroce_log(err == EPIPE || err == ECONNRESET ? UROCE_LOG_DEBUG : UROCE_LOG_ERROR,
-			  "rendezvous: cannot reach process %d (%s); dropping it", (int)c->pid,
-			  strerror(err));
-		c->dead = true;
-		c->r->have_dead = true;
-	}
-}
-
-void rdv_broadcast(struct uroce_rdv *r, const struct conn *skip, const void *msg, size_t len)
-{
-	for (struct conn *c = r->conns; c; c = c->next)
-		if (c != skip && c->token)
-			rdv_conn_send(c, msg, len);
-}
-
-/* Not hub: a message to the hub. If it has gone, its EOF starts the takeover. */
-void rdv_up_send(struct uroce_rdv *r, const void *msg, size_t len)
-{
-	int err = r->up ? send_msg(r->up->fd, msg, len) : ENOTCONN;
-
-	if (err)
-		uroce_log(UROCE_LOG_DEBUG, "rendezvous: send to the hub: %s", strerror(err));
-}
-
-/*
- * Read one record into r->buf. Returns its length; 0 at EOF; -1 with errno EAGAIN (none
- * waiting), EMSGSIZE (a record too long: discarded) or another recvmsg error.
- */
-static ssize_t recv_record(struct uroce_rdv *r, int fd)
-{
-	struct iovec iov = {.iov_base = r->buf, .iov_len = sizeof(r->buf)};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-	ssize_t n;
-
-	do
-		n = recvmsg(fd, &msg, MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n > 0 && (msg.msg_flags & MSG_TRUNC)) {
-		errno = EMSGSIZE;
-		return -1;
-	}
-	return n;
-}
-
-static void set_buffers(int fd)
-{
-	int size = SOCK_BUF;
-
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)))
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-}
-
-static int set_nonblock(int fd)
-{
-	int flags = fcntl(fd, F_GETFL);
-
-	return flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) ? errno : 0;
-}
-
-static struct ucred peer_cred(int fd)
-{
-	struct ucred cred = {0};
-	socklen_t len = sizeof(cred);
-
-	getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-	return cred;
-}
-
-/*
- * Whether a process of @uid may share this process's rendezvous: one user's processes, and
- * root, which may see any traffic anyway. The hub sees every datagram of the processes joined
- * to it, and forwards them: another user's hub could read or alter them, which the kernel's
- * rxe does not allow between users. Checked both ways, by the hub of each process that joins
- * and by each process of the hub it meets (SO_PEERCRED).
- */
-static bool same_user(uid_t uid)
-{
-	uid_t me = geteuid();
-
-	return uid == me || uid == 0 || me == 0;
-}
 
 static void sleep_ns(uint64_t ns)
 {
@@ -176,7 +54,7 @@ static void set_fatal(struct uroce_rdv *r, int err)
 }
 
 /* Wake the threads waiting in uroce_rdv_request_block(): a grant, or no block left. */
-static void answered(struct uroce_rdv *r, bool granted)
+void rdv_answered(struct uroce_rdv *r, bool granted)
 {
 	pthread_mutex_lock(&r->lock);
 	if (granted)
@@ -187,454 +65,6 @@ static void answered(struct uroce_rdv *r, bool granted)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static void add_own_block(struct uroce_rdv *r, uint32_t block)
-{
-	int err = uroce_qpn_add_block(r->qpn, block);
-
-	rdv_cm_own_block(r, block);
-	if (err)
-		uroce_log(UROCE_LOG_ERROR, "rendezvous: QPN block %u: %s", block, strerror(err));
-}
-
-/* Hub side. */
-
-static uint32_t pack_ports(const uint16_t ports[2])
-{
-	return ports ? ports[0] | (uint32_t)ports[1] << 16 : 0;
-}
-
-/*
- * Record @block's new owner, whose own UDP ports are @ports (NULL: none, a freed block), and tell
- * every other process (not @skip, which is told apart).
- */
-static void set_owner(struct uroce_rdv *r, uint32_t block, uint64_t token, const uint16_t *ports,
-		      struct conn *route, struct conn *skip)
-{
-	struct rdv_owner_msg m = {.hdr = rdv_header(RDV_OWNER),
-				  .owner = {.block = block, .token = token}};
-
-	if (ports)
-		memcpy(m.owner.ports, ports, sizeof(m.owner.ports));
-	r->owner[block] = token;
-	atomic_store_explicit(&r->ports[block], pack_ports(ports), memory_order_relaxed);
-	r->route[block] = route;
-	rdv_broadcast(r, skip, &m, sizeof(m));
-}
-
-/* The next free block after the last one handed out. */
-static bool find_free(struct uroce_rdv *r, uint32_t *block)
-{
-	for (uint32_t i = 0; i < UROCE_QPN_BLOCKS; i++) {
-		uint32_t b = (r->next_block + i) % UROCE_QPN_BLOCKS;
-
-		if (!r->owner[b]) {
-			r->next_block = (b + 1) % UROCE_QPN_BLOCKS;
-			*block = b;
-			return true;
-		}
-	}
-	return false;
-}
-
-static int hub_self_grant(struct uroce_rdv *r)
-{
-	uint32_t block;
-	int err;
-
-	if (!find_free(r, &block)) {
-		answered(r, false);
-		return ENOSPC;
-	}
-	set_owner(r, block, r->token, r->my_ports, NULL, NULL);
-	rdv_cm_own_block(r, block);
-	err = uroce_qpn_add_block(r->qpn, block);
-	answered(r, !err);
-	return err;
-}
-
-static void drop_conn(struct uroce_rdv *r, struct conn *c)
-{
-	struct conn **pp;
-
-	for (pp = &r->conns; *pp != c; pp = &(*pp)->next)
-		;
-	*pp = c->next;
-	uroce_progress_unwatch(r->progress, c->watch);
-	close(c->fd);
-	if (c->token)
-		uroce_log(UROCE_LOG_INFO, "rendezvous: process %d has left", (int)c->pid);
-	for (uint32_t b = 0; c->token && b < UROCE_QPN_BLOCKS; b++)
-		if (r->owner[b] == c->token)
-			set_owner(r, b, 0, NULL, NULL, NULL);
-	rdv_cm_conn_gone(r, c);
-	free(c);
-}
-
-/* Drop the connections found dead (dropping one may find another dead). */
-static void reap(struct uroce_rdv *r)
-{
-	while (r->have_dead) {
-		struct conn *c = r->conns;
-
-		while (c && !c->dead)
-			c = c->next;
-		if (c)
-			drop_conn(r, c);
-		else
-			r->have_dead = false;
-	}
-}
-
-void rdv_protocol_error(struct conn *c, const char *what)
-{
-	uroce_log(UROCE_LOG_ERROR, "rendezvous: process %d sent %s; dropping it", (int)c->pid,
-		  what);
-	c->dead = true;
-	c->r->have_dead = true;
-}
-
-static void send_table(struct uroce_rdv *r, struct conn *c)
-{
-	_Alignas(8)
-		uint8_t buf[sizeof(struct rdv_table) + RDV_TABLE_MAX * sizeof(struct rdv_owner)];
-	struct rdv_table *t = (struct rdv_table *)buf;
-
-	t->hdr = rdv_header(RDV_TABLE);
-	t->pad = 0;
-	t->count = 0;
-	for (uint32_t b = 0; b < UROCE_QPN_BLOCKS; b++) {
-		if (r->owner[b])
-			t->entry[t->count++] =
-				(struct rdv_owner){.block = b,
-						   .ports = {atomic_load(&r->ports[b]) & 0xFFFF,
-							     atomic_load(&r->ports[b]) >> 16},
-						   .token = r->owner[b]};
-		/* The last record is sent even if empty: it is what replaces the process's copy. */
-		if (t->count == RDV_TABLE_MAX || b == UROCE_QPN_BLOCKS - 1) {
-			rdv_conn_send(c, t, sizeof(*t) + t->count * sizeof(t->entry[0]));
-			t->count = 0;
-		}
-	}
-}
-
-static void hub_hello(struct uroce_rdv *r, struct conn *c, const struct rdv_hello *m)
-{
-	struct ucred cred = peer_cred(c->fd);
-
-	if (!m->token || m->token == r->token) {
-		rdv_protocol_error(c, "a bad token");
-		return;
-	}
-	for (struct conn *o = r->conns; o; o = o->next) {
-		if (o != c && o->token == m->token) {
-			rdv_protocol_error(c, "the token of another process");
-			return;
-		}
-	}
-	c->token = m->token;
-	memcpy(c->ports, m->ports, sizeof(c->ports));
-	uroce_log(UROCE_LOG_INFO, "rendezvous: process %d (uid %u, pid %u in its namespace) joined",
-		  (int)cred.pid, (unsigned int)cred.uid, m->pid);
-	send_table(r, c);
-	rdv_cm_hub_joined(r, c);
-	/* After a takeover: the blocks the process held under the old hub are routed to it. */
-	for (uint32_t b = 0; b < UROCE_QPN_BLOCKS; b++)
-		if (r->owner[b] == c->token)
-			r->route[b] = c;
-}
-
-static void hub_request(struct uroce_rdv *r, struct conn *c)
-{
-	struct rdv_block_msg m = {.hdr = rdv_header(RDV_GRANT)};
-	uint32_t block;
-
-	if (!find_free(r, &block)) {
-		struct rdv_hdr full = rdv_header(RDV_FULL);
-
-		rdv_conn_send(c, &full, sizeof(full));
-		return;
-	}
-	/* The others first: once the requester has the block, every survivor knows it is taken. */
-	set_owner(r, block, c->token, c->ports, c, c);
-	m.block = block;
-	rdv_conn_send(c, &m, sizeof(m));
-}
-
-static void hub_claim(struct uroce_rdv *r, struct conn *c, uint32_t block)
-{
-	struct rdv_block_msg m = {.hdr = rdv_header(RDV_CLAIMED), .block = block, .ok = 1};
-
-	if (block >= UROCE_QPN_BLOCKS) {
-		rdv_protocol_error(c, "a claim outside the QPN space");
-		return;
-	}
-	if (!r->owner[block]) {
-		set_owner(r, block, c->token, c->ports, c, c);
-	} else if (r->owner[block] == c->token) {
-		r->route[block] = c;
-	} else {
-		uroce_log(UROCE_LOG_ERROR,
-			  "rendezvous: process %d claims QPN block %u, which another process holds",
-			  (int)c->pid, block);
-		m.ok = 0;
-	}
-	rdv_conn_send(c, &m, sizeof(m));
-}
-
-static void hub_mcast(struct uroce_rdv *r, struct conn *from, size_t n);
-
-static void hub_message(struct uroce_rdv *r, struct conn *c, size_t n)
-{
-	const struct rdv_hdr *h = (const struct rdv_hdr *)r->buf;
-
-	if (n < sizeof(*h) || h->magic != RDV_MAGIC) {
-		rdv_protocol_error(c, "a record that is not of this protocol");
-		return;
-	}
-	if (h->version != RDV_VERSION) {
-		struct rdv_hdr refused = rdv_header(RDV_REFUSED);
-
-		uroce_log(UROCE_LOG_ERROR, "rendezvous: a process speaks version %u, not %u",
-			  h->version, RDV_VERSION);
-		rdv_conn_send(c, &refused, sizeof(refused));
-		c->dead = true;
-		r->have_dead = true;
-		return;
-	}
-	if (!c->token && h->type != RDV_HELLO) {
-		rdv_protocol_error(c, "a record before HELLO");
-		return;
-	}
-	switch (h->type) {
-	case RDV_HELLO:
-		if (n < sizeof(struct rdv_hello) || c->token)
-			rdv_protocol_error(c, "a bad HELLO");
-		else
-			hub_hello(r, c, (const struct rdv_hello *)r->buf);
-		break;
-	case RDV_REQUEST:
-		hub_request(r, c);
-		break;
-	case RDV_CLAIM:
-		if (n < sizeof(struct rdv_block_msg))
-			rdv_protocol_error(c, "a short CLAIM");
-		else
-			hub_claim(r, c, ((const struct rdv_block_msg *)r->buf)->block);
-		break;
-	case RDV_MCAST:
-		if (n < sizeof(struct rdv_frame) + ROCE_BTH_LEN)
-			rdv_protocol_error(c, "a short MCAST");
-		else
-			hub_mcast(r, c, n);
-		break;
-	case RDV_SERVICE:
-		rdv_cm_hub_service(r, c, n);
-		rdv_cm_retry_held(r, false);
-		break;
-	case RDV_CONN:
-		rdv_cm_hub_conn(r, c, n);
-		break;
-	default:
-		rdv_protocol_error(c, "a record of an unknown type");
-	}
-}
-
-static void on_conn(void *arg)
-{
-	struct conn *c = arg;
-	struct uroce_rdv *r = c->r;
-
-	while (!c->dead) {
-		ssize_t n = recv_record(r, c->fd);
-
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n < 0 && errno == EMSGSIZE) {
-			rdv_protocol_error(c, "a record too long");
-			break;
-		}
-		if (n <= 0) {
-			c->dead = true;
-			r->have_dead = true;
-			break;
-		}
-		hub_message(r, c, (size_t)n);
-	}
-	reap(r);
-}
-
-static void on_accept(void *arg)
-{
-	struct uroce_rdv *r = arg;
-
-	for (;;) {
-		int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		struct ucred cred;
-		struct conn *c;
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN)
-				uroce_log(UROCE_LOG_ERROR, "rendezvous: accept: %s",
-					  strerror(errno));
-			break;
-		}
-		cred = peer_cred(fd);
-		if (!same_user(cred.uid)) {
-			uroce_log(UROCE_LOG_INFO,
-				  "rendezvous: refused process %d of uid %u: another user's",
-				  (int)cred.pid, (unsigned int)cred.uid);
-			close(fd);
-			continue;
-		}
-		set_buffers(fd);
-		c = calloc(1, sizeof(*c));
-		if (c) {
-			c->r = r;
-			c->fd = fd;
-			c->pid = cred.pid;
-			c->watch = uroce_progress_watch(r->progress, fd, on_conn, c);
-		}
-		if (!c || !c->watch) {
-			uroce_log(UROCE_LOG_ERROR, "rendezvous: cannot take a process: %s",
-				  strerror(errno));
-			free(c);
-			close(fd);
-			continue;
-		}
-		c->next = r->conns;
-		r->conns = c;
-	}
-	reap(r);
-}
-
-/* The header of a datagram @rx handed on as a record of @type. */
-static struct rdv_frame frame_of(enum rdv_type type, const struct uroce_rx *rx)
-{
-	struct rdv_frame f = {
-		.hdr = rdv_header(type),
-		.sport = rx->ip.sport,
-		.dport = rx->ip.dport,
-		.tos = rx->ip.tos,
-		.ttl = rx->ip.ttl,
-		.flags = rx->host_sent ? RDV_FRAME_LOCAL : 0,
-		.flow_label = rx->ip.flow_label,
-	};
-
-	memcpy(f.sgid, rx->ip.sgid, 16);
-	memcpy(f.dgid, rx->ip.dgid, 16);
-	return f;
-}
-
-void rdv_forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *rx)
-{
-	struct rdv_frame f = frame_of(RDV_FRAME, rx);
-	struct iovec iov[2] = {
-		{.iov_base = &f, .iov_len = sizeof(f)},
-		{.iov_base = (void *)rx->roce, .iov_len = rx->len},
-	};
-
-	if (c->dead)
-		return;
-	/* Never wait: a process that does not read its socket loses datagrams, as on a wire. */
-	if (send_record(c->fd, iov, 2, false))
-		atomic_fetch_add(&r->forward_lost, 1);
-	else
-		atomic_fetch_add(&r->forwarded, 1);
-}
-
-uint16_t uroce_rdv_block_port(const struct uroce_rdv *r, uint32_t block, bool v6)
-{
-	uint32_t ports;
-
-	if (block >= UROCE_QPN_BLOCKS)
-		return 0;
-	ports = atomic_load_explicit(&r->ports[block], memory_order_relaxed);
-	return (uint16_t)(v6 ? ports >> 16 : ports & 0xFFFF);
-}
-
-uint16_t uroce_rdv_direct_port(const struct uroce_rdv *r, uint32_t qpn, bool v6)
-{
-	if (qpn == ROCE_GSI_QPN || qpn == ROCE_MCAST_QPN || qpn > ROCE_MCAST_QPN)
-		return 0;
-	return uroce_rdv_block_port(r, uroce_qpn_block(qpn), v6);
-}
-
-enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx *rx)
-{
-	/* DestQP: BTH bytes 5..7 (PROTOCOL.md §1.5). */
-	uint32_t qpn = (uint32_t)rx->roce[5] << 16 | (uint32_t)rx->roce[6] << 8 | rx->roce[7];
-	uint32_t block = uroce_qpn_block(qpn);
-
-	if (qpn == ROCE_GSI_QPN)
-		return r->hub ? rdv_cm_route(r, rx) : UROCE_RDV_DELIVER;
-	if (qpn == ROCE_MCAST_QPN) {
-		for (struct conn *c = r->hub ? r->conns : NULL; c; c = c->next)
-			if (c->token)
-				rdv_forward(r, c, rx);
-		return UROCE_RDV_DELIVER;
-	}
-	if (r->owner[block] == r->token)
-		return UROCE_RDV_DELIVER;
-	if (r->hub && r->route[block]) {
-		rdv_forward(r, r->route[block], rx);
-		return UROCE_RDV_FORWARDED;
-	}
-	return UROCE_RDV_UNKNOWN;
-}
-
-void uroce_rdv_mcast_sent(struct uroce_rdv *r, const struct uroce_rx *rx)
-{
-	struct rdv_frame f;
-	struct iovec iov[2];
-
-	if (r->hub) {
-		for (struct conn *c = r->conns; c; c = c->next)
-			if (c->token)
-				rdv_forward(r, c, rx);
-		return;
-	}
-	f = frame_of(RDV_MCAST, rx);
-	iov[0] = (struct iovec){.iov_base = &f, .iov_len = sizeof(f)};
-	iov[1] = (struct iovec){.iov_base = (void *)rx->roce, .iov_len = rx->len};
-	/* As rdv_forward(): never wait; a full hub loses it, as a switch would. */
-	if (!r->up || send_record(r->up->fd, iov, 2, false))
-		atomic_fetch_add(&r->forward_lost, 1);
-}
-
-/* The datagram in r->buf (@n bytes, struct rdv_frame first) as a struct uroce_rx. */
-static struct uroce_rx rx_of_frame(struct uroce_rdv *r, size_t n)
-{
-	const struct rdv_frame *f = (const struct rdv_frame *)r->buf;
-	struct uroce_rx rx = {.now = uroce_now()};
-
-	rx.ip.sport = f->sport;
-	rx.ip.dport = f->dport;
-	rx.ip.tos = f->tos;
-	rx.ip.ttl = f->ttl;
-	rx.ip.flow_label = f->flow_label;
-	memcpy(rx.ip.sgid, f->sgid, 16);
-	memcpy(rx.ip.dgid, f->dgid, 16);
-	rx.ip.ip_frag = roce_ipudp_is_v4(&rx.ip) ? ROCE_IPV4_DF : 0;
-	rx.roce = r->buf + sizeof(*f);
-	rx.len = n - sizeof(*f);
-	rx.host_sent = f->flags & RDV_FRAME_LOCAL;
-	return rx;
-}
-
-/* Hub: a multicast datagram process @from sent: to this process and every other. */
-static void hub_mcast(struct uroce_rdv *r, struct conn *from, size_t n)
-{
-	struct uroce_rx rx = rx_of_frame(r, n);
-
-	rx.host_sent = true;
-	for (struct conn *c = r->conns; c; c = c->next)
-		if (c != from && c->token)
-			rdv_forward(r, c, &rx);
-	r->ops->forwarded(r->arg, &rx);
-}
-
 /* Process side. */
 
 /* The hub says @block is @token's, whose own UDP ports are @ports. */
@@ -642,7 +72,7 @@ static void take(struct uroce_rdv *r, uint32_t block, uint64_t token, const uint
 {
 	if (block >= UROCE_QPN_BLOCKS)
 		return;
-	atomic_store_explicit(&r->ports[block], token ? pack_ports(ports) : 0,
+	atomic_store_explicit(&r->ports[block], token ? rdv_pack_ports(ports) : 0,
 			      memory_order_relaxed);
 	if (r->owner[block] == r->token && token != r->token)
 		uroce_log(UROCE_LOG_ERROR,
@@ -651,14 +81,7 @@ static void take(struct uroce_rdv *r, uint32_t block, uint64_t token, const uint
 	r->owner[block] = token;
 	/* Also a grant whose GRANT was lost with the old hub: the new hub's table names us. */
 	if (token == r->token)
-		add_own_block(r, block);
-}
-
-static void process_frame(struct uroce_rdv *r, size_t n)
-{
-	struct uroce_rx rx = rx_of_frame(r, n);
-
-	r->ops->forwarded(r->arg, &rx);
+		rdv_add_own_block(r, block);
 }
 
 static void process_message(struct uroce_rdv *r, size_t n)
@@ -695,11 +118,11 @@ static void process_message(struct uroce_rdv *r, size_t n)
 			goto bad;
 		take(r, b->block, r->token, r->my_ports);
 		r->outstanding -= r->outstanding > 0;
-		answered(r, true);
+		rdv_answered(r, true);
 		return;
 	case RDV_FULL:
 		r->outstanding -= r->outstanding > 0;
-		answered(r, false);
+		rdv_answered(r, false);
 		return;
 	case RDV_CLAIMED:
 		if (n < sizeof(*b))
@@ -714,7 +137,7 @@ static void process_message(struct uroce_rdv *r, size_t n)
 	case RDV_FRAME:
 		if (n < sizeof(struct rdv_frame))
 			goto bad;
-		process_frame(r, n);
+		rdv_process_frame(r, n);
 		return;
 	case RDV_SERVICE_DONE:
 		rdv_cm_done(r, n);
@@ -753,7 +176,7 @@ static void on_up(void *arg)
 	struct uroce_rdv *r = arg;
 
 	while (r->up) {
-		ssize_t n = recv_record(r, r->up->fd);
+		ssize_t n = rdv_recv_record(r, r->up->fd);
 
 		if (n < 0 && errno == EAGAIN)
 			return;
@@ -782,7 +205,7 @@ static void serve_requests(struct uroce_rdv *r)
 	pthread_mutex_unlock(&r->lock);
 	while (n--) {
 		if (r->hub) {
-			hub_self_grant(r);
+			rdv_hub_self_grant(r);
 		} else {
 			rdv_up_send(r, &req, sizeof(req));
 			r->outstanding++;
@@ -790,7 +213,7 @@ static void serve_requests(struct uroce_rdv *r)
 	}
 	rdv_cm_serve(r);
 	rdv_cm_retry_held(r, false);
-	reap(r);
+	rdv_reap(r);
 }
 
 static void on_request(void *arg)
@@ -813,7 +236,7 @@ static void requeue_outstanding(struct uroce_rdv *r)
 	rdv_cm_requeue(r);
 }
 
-/* The hold after a takeover is over: what no listener took is answered (rdv_int.h). */
+/* The hold after a takeover is over: what no listener took is rdv_answered (rdv_int.h). */
 static void on_hold_end(struct uroce_timer *t, uint64_t now)
 {
 	(void)now;
@@ -828,10 +251,10 @@ static void on_grace(struct uroce_timer *t, uint64_t now)
 	for (uint32_t b = 0; r->hub && b < UROCE_QPN_BLOCKS; b++) {
 		if (r->owner[b] && r->owner[b] != r->token && !r->route[b]) {
 			uroce_log(UROCE_LOG_DEBUG, "rendezvous: QPN block %u was not claimed", b);
-			set_owner(r, b, 0, NULL, NULL, NULL);
+			rdv_set_owner(r, b, 0, NULL, NULL, NULL);
 		}
 	}
-	reap(r);
+	rdv_reap(r);
 }
 
 /* Bind the UDP port, retrying for a while if the old hub's socket is still there. */
@@ -867,9 +290,9 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 	if (err)
 		return err;
 	r->listen_fd = fd;
-	if (listen(fd, SOMAXCONN) || set_nonblock(fd))
+	if (listen(fd, SOMAXCONN) || rdv_set_nonblock(fd))
 		return errno;
-	r->listen_watch = uroce_progress_watch(r->progress, fd, on_accept, r);
+	r->listen_watch = uroce_progress_watch(r->progress, fd, rdv_on_accept, r);
 	if (!r->listen_watch)
 		return errno;
 	err = bind_port(r);
@@ -913,11 +336,11 @@ static int become_process(struct uroce_rdv *r, int fd)
 				  .pid = (uint32_t)getpid(),
 				  .ports = {r->my_ports[0], r->my_ports[1]}};
 	struct ucred cred;
-	int err = set_nonblock(fd);
+	int err = rdv_set_nonblock(fd);
 
 	if (err)
 		return err;
-	set_buffers(fd);
+	rdv_set_buffers(fd);
 	r->up = calloc(1, sizeof(*r->up));
 	if (!r->up)
 		return ENOMEM;
@@ -930,7 +353,7 @@ static int become_process(struct uroce_rdv *r, int fd)
 		r->up = NULL;
 		return err;
 	}
-	cred = peer_cred(fd);
+	cred = rdv_peer_cred(fd);
 	uroce_log(UROCE_LOG_INFO, "rendezvous: the hub of UDP port %u is process %d (uid %u)",
 		  r->port, (int)cred.pid, (unsigned int)cred.uid);
 	/* Another process took over, which disconnects the old hub's connections; a dying hub
@@ -988,9 +411,9 @@ static int meet(struct uroce_rdv *r, bool takeover)
 			return err;
 		}
 		if (!connect(fd, (struct sockaddr *)&r->name, r->name_len)) {
-			struct ucred hub = peer_cred(fd);
+			struct ucred hub = rdv_peer_cred(fd);
 
-			if (!same_user(hub.uid)) {
+			if (!rdv_same_user(hub.uid)) {
 				uroce_log(UROCE_LOG_ERROR,
 					  "rendezvous of UDP port %u: its hub is process %d of uid "
 					  "%u, "
@@ -1125,7 +548,7 @@ int uroce_rdv_request_block(struct uroce_rdv *r)
 	int err;
 
 	if (uroce_progress_on_thread(r->progress))
-		return r->hub ? hub_self_grant(r) : EAGAIN;
+		return r->hub ? rdv_hub_self_grant(r) : EAGAIN;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += REQUEST_TIMEOUT_S;
 	pthread_mutex_lock(&r->lock);
@@ -1151,14 +574,4 @@ int uroce_rdv_request_block(struct uroce_rdv *r)
 bool uroce_rdv_is_hub(const struct uroce_rdv *r)
 {
 	return atomic_load(&r->is_hub);
-}
-
-uint64_t uroce_rdv_forwarded(const struct uroce_rdv *r)
-{
-	return atomic_load(&r->forwarded);
-}
-
-uint64_t uroce_rdv_forward_lost(const struct uroce_rdv *r)
-{
-	return atomic_load(&r->forward_lost);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The rendezvous's insides, shared by its two files: rdv.c (meeting, QPN blocks, forwarding)
- * and rdv_cm.c (the host's CM directory). Progress thread unless a field says otherwise.
+ * The rendezvous's insides, shared by its files: rdv.c (meeting, taking over, QPN blocks on a
+ * process's side), rdv_hub.c (the hub's side), rdv_forward.c (forwarding), rdv_link.c (the
+ * records on the sockets) and rdv_cm.c (the host's CM directory). Progress thread unless a
+ * field says otherwise.
  */
 #ifndef UROCE_FABRIC_RDV_INT_H
 #define UROCE_FABRIC_RDV_INT_H
@@ -199,5 +201,65 @@ void rdv_cm_claim_held(struct uroce_rdv *r);
 void rdv_cm_own_block(struct uroce_rdv *r, uint32_t block);
 
 void rdv_cm_free(struct uroce_rdv *r);
+
+/* Wake the threads waiting in uroce_rdv_request_block(): a grant, or no block left. */
+void rdv_answered(struct uroce_rdv *r, bool granted);
+
+/*
+ * Send one record. With @wait, wait up to SEND_TIMEOUT_MS for room once. Returns 0 or errno.
+ */
+int rdv_send_record(int fd, const struct iovec *iov, size_t iovcnt, bool wait);
+
+/*
+ * Read one record into r->buf. Returns its length; 0 at EOF; -1 with errno EAGAIN (none
+ * waiting), EMSGSIZE (a record too long: discarded) or another recvmsg error.
+ */
+ssize_t rdv_recv_record(struct uroce_rdv *r, int fd);
+
+/* Give @fd the rendezvous's socket buffers (SOCK_BUF each way); a refusal is harmless. */
+void rdv_set_buffers(int fd);
+
+/* O_NONBLOCK on @fd: 0 or -1 with errno (fcntl). */
+int rdv_set_nonblock(int fd);
+
+/* Who is at the other end of the connected Unix socket @fd (SO_PEERCRED). */
+struct ucred rdv_peer_cred(int fd);
+
+/*
+ * Whether a process of @uid may share this process's rendezvous: one user's processes, and
+ * root, which may see any traffic anyway. The hub sees every datagram of the processes joined
+ * to it, and forwards them: another user's hub could read or alter them, which the kernel's
+ * rxe does not allow between users. Checked both ways, by the hub of each process that joins
+ * and by each process of the hub it meets (SO_PEERCRED).
+ */
+bool rdv_same_user(uid_t uid);
+
+/* @block is this process's now: its QPNs and its CM comm IDs (errors are logged). */
+void rdv_add_own_block(struct uroce_rdv *r, uint32_t block);
+
+/* An owner's UDP ports as struct uroce_rdv.ports keeps them: IPv4 | IPv6 << 16. */
+uint32_t rdv_pack_ports(const uint16_t ports[2]);
+
+/*
+ * Record @block's new owner, whose own UDP ports are @ports (NULL: none, a freed block), and tell
+ * every other process (not @skip, which is told apart).
+ */
+void rdv_set_owner(struct uroce_rdv *r, uint32_t block, uint64_t token, const uint16_t *ports,
+		   struct conn *route, struct conn *skip);
+
+/* Hub: grant itself a free QPN block. 0, ENOSPC when none is left, or uroce_qpn_add_block's. */
+int rdv_hub_self_grant(struct uroce_rdv *r);
+
+/* Drop the connections found dead (dropping one may find another dead). */
+void rdv_reap(struct uroce_rdv *r);
+
+/* The datagram in r->buf (@n bytes, struct rdv_frame first) as a struct uroce_rx. */
+struct uroce_rx rdv_rx_of_frame(struct uroce_rdv *r, size_t n);
+
+/* A process: the frame in r->buf (@n bytes) the hub forwarded, to the endpoint. */
+void rdv_process_frame(struct uroce_rdv *r, size_t n);
+
+/* Hub, the listening socket readable: accept the processes that connect (of this user only). */
+void rdv_on_accept(void *arg);
 
 #endif
