@@ -5,3 +5,6 @@ uroce_test(test_wire SOURCES test_wire.c
 
 # transport/qp_state: the ibv_modify_qp transition table of each QP type.
 uroce_test(test_qp_state SOURCES test_qp_state.c LIBS uroce_transport LABELS wire)
+
+# transport/wr_opcode: the work-request opcode table against the packet opcode table and IBA.
+uroce_test(test_wr_opcode SOURCES test_wr_opcode.c LIBS uroce_transport LABELS wire)

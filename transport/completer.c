@@ -151,7 +151,7 @@ static void read_resp(struct roce_qp *qp, struct roce_send_wqe *wqe, const struc
 	uint32_t off = ((psn - wqe->first_psn) & ROCE_PSN_MASK) * qp->mtu;
 	uint32_t want = wqe->length - off > qp->mtu ? qp->mtu : wqe->length - off;
 
-	if (wqe->opcode != IBV_WR_RDMA_READ) {
+	if (!(roce_wr_flags(wqe->opcode) & ROCE_WR_READ)) {
 		qp->counters.rx_bad_resp++;
 		return;
 	}

@@ -31,6 +31,7 @@
 #include "transport/ipudp.h"
 #include "transport/wire.h"
 #include "transport/wq.h"
+#include "transport/wr_opcode.h"
 
 enum {
 	ROCE_MAX_SGE = 32,        /* scatter/gather entries per WQE */

@@ -33,16 +33,15 @@ static inline uint8_t roce_qp_tr(const struct roce_qp *qp)
 	}
 }
 
+/* A READ or an atomic: it takes one of the responder's RDMA READ/atomic resources. */
 static inline bool roce_wqe_is_rd_atomic(const struct roce_send_wqe *wqe)
 {
-	return wqe->opcode == IBV_WR_RDMA_READ || wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	return roce_wr_flags(wqe->opcode) & (ROCE_WR_READ | ROCE_WR_ATOMIC);
 }
 
 static inline bool roce_wqe_is_atomic(const struct roce_send_wqe *wqe)
 {
-	return wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	return roce_wr_flags(wqe->opcode) & ROCE_WR_ATOMIC;
 }
 
 /* Packets (PSNs) of a message of @len bytes: at least one (IBA 9.7.1: a 0-byte message). */

@@ -12,44 +12,10 @@
 static uint8_t opcode_of(const struct roce_qp *qp, const struct roce_send_wqe *wqe, bool first,
 			 bool last)
 {
-	uint8_t tr = roce_qp_tr(qp);
-	bool imm = wqe->opcode == IBV_WR_SEND_WITH_IMM || wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-	uint8_t op;
+	const struct roce_wr_info *w = roce_wr_info(wqe->opcode); /* checked when posted */
+	uint8_t op = first ? (last ? w->only : w->first) : (last ? w->last : w->middle);
 
-	switch (wqe->opcode) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		if (first && last)
-			op = imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY;
-		else if (first)
-			op = ROCE_OP_SEND_FIRST;
-		else if (last)
-			op = imm ? ROCE_OP_SEND_LAST_IMM : ROCE_OP_SEND_LAST;
-		else
-			op = ROCE_OP_SEND_MIDDLE;
-		break;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		if (first && last)
-			op = imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY;
-		else if (first)
-			op = ROCE_OP_WRITE_FIRST;
-		else if (last)
-			op = imm ? ROCE_OP_WRITE_LAST_IMM : ROCE_OP_WRITE_LAST;
-		else
-			op = ROCE_OP_WRITE_MIDDLE;
-		break;
-	case IBV_WR_RDMA_READ:
-		op = ROCE_OP_READ_REQUEST;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		op = ROCE_OP_CMP_SWAP;
-		break;
-	default:
-		op = ROCE_OP_FETCH_ADD;
-		break;
-	}
-	return tr | op;
+	return roce_qp_tr(qp) | op;
 }
 
 void roce_req_complete(struct roce_qp *qp, struct roce_send_wqe *wqe, enum ibv_wc_status status)
@@ -151,8 +117,7 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 	bool last;
 
 	*psns = 1;
-	switch (wqe->opcode) {
-	case IBV_WR_RDMA_READ:
+	if (roce_wr_flags(wqe->opcode) & ROCE_WR_READ) {
 		/* A retried READ asks for what is still missing (IBA 9.7.5.1.3). */
 		pkt.reth.va = wqe->wr.rdma.remote_addr + off;
 		pkt.reth.rkey = wqe->wr.rdma.rkey;
@@ -160,9 +125,7 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 		*psns = roce_npkts(left, qp->mtu);
 		*sent = left;
 		last = true;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	} else if (roce_wr_flags(wqe->opcode) & ROCE_WR_ATOMIC) {
 		pkt.atomic.va = wqe->wr.atomic.remote_addr;
 		pkt.atomic.rkey = wqe->wr.atomic.rkey;
 		if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
@@ -173,15 +136,13 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 		}
 		*sent = wqe->length;
 		last = true;
-		break;
-	default:
+	} else { /* SEND or WRITE: MTU-sized packets; the RETH goes only in a WRITE's first */
 		pkt.payload_len = left > qp->mtu ? qp->mtu : left;
 		*sent = pkt.payload_len;
 		last = pkt.payload_len == left;
 		pkt.reth.va = wqe->wr.rdma.remote_addr;
 		pkt.reth.rkey = wqe->wr.rdma.rkey;
 		pkt.reth.len = wqe->length;
-		break;
 	}
 	pkt.bth.opcode = opcode_of(qp, wqe, first, last);
 	info = roce_opcode(pkt.bth.opcode);

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "transport/wr_opcode.h"
+
 uint32_t roce_ring_size(uint32_t n)
 {
 	uint32_t size = 1;
@@ -40,19 +42,9 @@ void roce_wq_free(struct roce_wq *wq)
 
 enum ibv_wc_opcode roce_wc_opcode(enum ibv_wr_opcode opcode)
 {
-	switch (opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
+	const struct roce_wr_info *w = roce_wr_info(opcode);
+
+	return w ? w->wc_opcode : IBV_WC_SEND;
 }
 
 size_t roce_send_wqe_size(uint32_t max_sge, uint32_t max_inline)
