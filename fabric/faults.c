@@ -9,6 +9,7 @@
 
 #include "fabric/log.h"
 #include "fabric/timer.h"
+#include "transport/container.h"
 #include "transport/wire.h"
 
 /* A held packet, in the delay line sorted by due time. */
@@ -208,8 +209,7 @@ static bool chance(struct uroce_faults *f, uint32_t ppm)
 /* On the progress thread: pass on what is due, then wait for the next. */
 static void on_due(struct uroce_timer *t, uint64_t now)
 {
-	struct uroce_faults *f =
-		(struct uroce_faults *)((char *)t - offsetof(struct uroce_faults, timer));
+	struct uroce_faults *f = uroce_container_of(t, struct uroce_faults, timer);
 
 	for (;;) {
 		struct held *h;

@@ -28,6 +28,7 @@
 #include "fabric/qpn.h"
 #include "fabric/rdv.h"
 #include "fabric/udp.h"
+#include "transport/container.h"
 #include "transport/icrc.h"
 #include "transport/wire.h"
 
@@ -234,8 +235,7 @@ static const struct uroce_faults_ops faults_ops = {.emit = emit_held, .arm = arm
 
 static void flush_capture(struct uroce_timer *t, uint64_t now)
 {
-	struct uroce_net *net =
-		(struct uroce_net *)((char *)t - offsetof(struct uroce_net, pcap_flush));
+	struct uroce_net *net = uroce_container_of(t, struct uroce_net, pcap_flush);
 
 	uroce_pcap_flush(net->pcap);
 	uroce_timer_arm(net, t, now + PCAP_FLUSH_NS);

@@ -240,12 +240,12 @@ static void requeue_outstanding(struct uroce_rdv *r)
 static void on_hold_end(struct uroce_timer *t, uint64_t now)
 {
 	(void)now;
-	rdv_cm_retry_held(container_of(t, struct uroce_rdv, hold_end), true);
+	rdv_cm_retry_held(uroce_container_of(t, struct uroce_rdv, hold_end), true);
 }
 
 static void on_grace(struct uroce_timer *t, uint64_t now)
 {
-	struct uroce_rdv *r = container_of(t, struct uroce_rdv, grace);
+	struct uroce_rdv *r = uroce_container_of(t, struct uroce_rdv, grace);
 
 	(void)now;
 	for (uint32_t b = 0; r->hub && b < UROCE_QPN_BLOCKS; b++) {
@@ -270,7 +270,7 @@ static int bind_port(struct uroce_rdv *r)
 
 static void on_bind_retry(struct uroce_timer *t, uint64_t now)
 {
-	struct uroce_rdv *r = container_of(t, struct uroce_rdv, bind_retry);
+	struct uroce_rdv *r = uroce_container_of(t, struct uroce_rdv, bind_retry);
 	int err = r->ops->bind_port(r->arg);
 
 	if (err == EADDRINUSE)

@@ -16,6 +16,7 @@
 
 #include "fabric/rdv.h"
 #include "fabric/rdv_proto.h"
+#include "transport/container.h"
 
 #define REQUEST_TIMEOUT_S 10
 #define MSG_MAX           (sizeof(struct rdv_frame) + UROCE_PROGRESS_PAYLOAD_MAX)
@@ -30,8 +31,6 @@ struct rdv_svc {
 struct rdv_svc_req;
 struct rdv_note;
 struct rdv_cm_conns;
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* A connection: on the hub, to another process; elsewhere, to the hub. */
 struct conn {

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "transport/container.h"
 #include "verbs-shim/export.h"
 
 /* GID table length of every port (fixed, like a hardware table; ABI.md §2.4). */

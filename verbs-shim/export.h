@@ -11,7 +11,4 @@
 
 #define UROCE_EXPORT __attribute__((visibility("default")))
 
-/* container_of without the kernel's type check. */
-#define uroce_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
 #endif

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "fabric/net.h"
+#include "transport/container.h"
 #include "transport/qp.h"
 #include "verbs-shim/device.h"
 #include "verbs-shim/evq.h"

@@ -11,6 +11,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "transport/container.h"
 #include "verbs-shim/objects.h"
 
 struct uroce_xrc_domain;

@@ -37,6 +37,7 @@
 
 #include "cm/ib_cm.h"
 #include "cm/route.h"
+#include "transport/container.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/mad.h"
 #include "verbs-shim/rdmacm/cma.h"
