@@ -125,8 +125,8 @@ int uroce_net_mcast_join(struct uroce_net *net, const uint8_t group[16], unsigne
  * From now on, packets this process receives on its own sockets carry the traffic class, hop
  * limit and IPv6 flow label of their IP header (else those are 0; the RoCE port's always carry
  * them): for a UD QP's GRH (verbs-shim: at its creation), the CM's answers (at its start), a
- * capture (at open). Costs each receive ~0.06 us (udp.h: uroce_udp_recv_ip_fields). Idempotent,
- * from any thread; a setsockopt failure is logged and leaves those fields 0.
+ * capture (at open). Costs each receive two control messages (udp.h: uroce_udp_recv_ip_fields).
+ * Idempotent, from any thread; a setsockopt failure is logged and leaves those fields 0.
  */
 void uroce_net_want_ip_fields(struct uroce_net *net);
 

@@ -43,8 +43,9 @@
 #define POLLS_BEFORE_HANDOVER_MAX (32u << 12)
 /*
  * Longer between two polls: not consecutive. Longer than a scheduler's time slice, so that a
- * poller that shares its CPU still counts as one (with 20 us, a TSan run of fabric_stress beside
- * a busy loop never reached the 65,536 polls pacing had raised the count to, 1 run in 40).
+ * poller that shares its CPU still counts as one: with a gap shorter than a slice, a poller
+ * descheduled beside a busy loop would never reach the count pacing raised (fabric_stress under
+ * TSan does this).
  */
 #define POLL_GAP_NS      2000000u
 #define POLL_IDLE_MIN_NS 100000u
@@ -148,7 +149,7 @@ static void rearm_msgs(struct direct_rx *d, unsigned int n)
 
 /*
  * Up to @want datagrams from @fd without waiting: their count, or -1 with errno set. One
- * through recvmsg, which spares recvmmsg's own work around it (~25 cycles an empty poll).
+ * through recvmsg, which spares recvmmsg's own work around it (an empty poll's most of it).
  */
 static int receive_some(int fd, struct mmsghdr *msgs, unsigned int want)
 {
@@ -166,10 +167,10 @@ static int receive_some(int fd, struct mmsghdr *msgs, unsigned int want)
 /*
  * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
  * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
- * kernel's try at a second datagram, ~0.05 us (docs/PERFORMANCE.md). So that datagram ends the
- * receive, unless more of its message follows (roce_datagram_continues): then the rest is
- * asked for at once, as before (a batch that ends amid a message made a 64 KiB ib_send_lat take
- * 30 us instead of 17.4: the datagram's last packet was the ACK riding behind the train).
+ * kernel's try at a second datagram (docs/PERFORMANCE.md). So that datagram ends the receive,
+ * unless more of its message follows (roce_datagram_continues): then the rest is asked for at
+ * once, since a receive that ends amid a message leaves its last packets (and the ACK riding
+ * behind a train) for the next poll.
  * A socket that had datagrams at its last receive (a stream) is received in batches of
  * RX_BATCH until empty.
  */
@@ -219,7 +220,7 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, 
  * socket that last brought datagrams (a ping-pong's next one comes there), the eighth the
  * sockets in turn, so that a busy socket starves none. No epoll set holds the sockets
  * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
- * into it, ~0.2 us a hop of ib_send_lat (A/B in docs/PERFORMANCE.md).
+ * into it (docs/PERFORMANCE.md).
  */
 static unsigned int receive_direct(struct uroce_progress *p, uint64_t now)
 {
@@ -330,7 +331,7 @@ static int setup_backend(struct uroce_progress *p, enum uroce_backend want)
  * Under the receive lock: the batch_end callback, if datagrams came since it last ran. end_due
  * changes only under that lock (still_quiet reads it as a hint), so plain loads and stores do:
  * an exchange, right after a receive's system call, waits for the kernel's stores to drain
- * (~25 cycles a poll, and as many a hop of ib_send_lat for the store that follows).
+ * (on every poll, and on every hop of a ping-pong for the store that follows).
  */
 static void end_batch(struct uroce_progress *p)
 {
@@ -816,7 +817,7 @@ int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *ar
 	int err = 0;
 
 	atomic_fetch_add(&p->waiters, 1);
-	if (atomic_load(&p->stop)) { /* stopping: the caller reads its fd as before */
+	if (atomic_load(&p->stop)) { /* stopping: the caller reads its fd itself */
 		atomic_fetch_sub(&p->waiters, 1);
 		return 0;
 	}

@@ -20,9 +20,8 @@
 /*
  * What the sockets send with when a unicast packet names no other TOS (traffic class) and TTL
  * (hop limit): the rdma_cm's path defaults. Such a packet leaves without the IP_TOS and IP_TTL
- * control messages, which cost the kernel's send path time: a C ping-pong on loopback, 2.2
- * against 2.0 us one way, either message alone as much as both (through `ib_send_lat -R`, whose
- * packets take this path, the median moved 4.27 -> 4.21 us: within this machine's noise).
+ * control messages, each of which lengthens the kernel's send path by about as much as both
+ * (docs/PERFORMANCE.md).
  */
 #define DEFAULT_TOS 0
 #define DEFAULT_TTL 64

@@ -53,7 +53,7 @@ int uroce_udp_recverr(const struct uroce_udp *s);
  * flow label): IP_RECVTOS, IP_RECVTTL (IPV6_RECVTCLASS, IPV6_RECVHOPLIMIT, IPV6_FLOWINFO).
  * Without them those fields of a received roce_ipudp stay 0. The ICRC masks them (PROTOCOL.md
  * §2.1); a UD GRH, a capture and a CM answer need them, and they cost every receive two more
- * control messages (~0.06 us a hop of ib_send_lat, docs/PERFORMANCE.md), so a socket asks for
+ * control messages (docs/PERFORMANCE.md), so a socket asks for
  * them only when one of those is in use (net.h: uroce_net_want_ip_fields). Returns 0 (also for
  * a socket not open) or the errno of setsockopt.
  */

@@ -30,9 +30,9 @@
  * AVX-512 and VPCLMULQDQ) returns without VZEROUPPER after a buffer of 256 bytes or more: the
  * upper halves of the vector registers stay dirty, and from then on every SSE instruction the
  * thread runs -- this library's code and glibc's, built for baseline x86-64 -- pays for it.
- * One 300-byte CRC (a CM MAD: every rdma_cm user sends some) made each ib_send_lat hop about
- * 0.45 us slower for the rest of the process (4.2 against 3.4 us one way, 2 B, on a Xeon of
- * family 6 model 167); a VZEROUPPER after the call ends it. It exists wherever AVX does.
+ * One 300-byte CRC (a CM MAD: every rdma_cm user sends some) slows every later packet of the
+ * process (docs/PERFORMANCE.md, ICRC); a VZEROUPPER after the call ends it. It exists wherever
+ * AVX does.
  */
 static bool have_avx;
 
@@ -78,9 +78,9 @@ enum { PSEUDO_HDR_MAX = ROCE_IPV6_HDR_LEN + ROCE_UDP_HDR_LEN + ROCE_BTH_LEN };
 
 /*
  * A rest of the packet up to this long is copied behind the masked headers and hashed with
- * them in one call: a call costs more than the copy. ISA-L, 48 bytes in all (a 2-byte SEND or
- * an ACK): 74 cycles in two calls, 44 copied into one (docs/PERFORMANCE.md, ICRC); each hop
- * of a ping-pong computes four.
+ * them in one call: for a small packet (a 2-byte SEND, an ACK) a call to the CRC library
+ * costs more than the copy (docs/PERFORMANCE.md, ICRC), and each hop of a ping-pong computes
+ * four.
  */
 enum { SHORT_REST = 128 };
 

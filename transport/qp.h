@@ -253,9 +253,9 @@ void roce_qp_modify(struct roce_qp *qp, const struct ibv_qp_attr *attr, int mask
  * Flow control: the requester keeps at most @bytes in flight (unacknowledged), in packets of
  * the path MTU, between ROCE_WINDOW_MIN and ROCE_WINDOW_MAX packets -- what the receiver's
  * socket can hold, so that a stream does not overrun it into drops and go-back-N. 0: the
- * largest window. 512 packets (2 MiB at a 4096-byte MTU) rather than 256, with which a stream
- * stalled until the ACK of its first half window came back: ib_write_bw 64 KiB on loopback
- * went from 41 to 45.6 Gb/s (docs/PERFORMANCE.md); 1024 gave no more.
+ * largest window. The largest is 512 packets (2 MiB at a 4096-byte MTU): a smaller one stalls
+ * a stream until the ACK of its first half window comes back, and a larger one gains nothing
+ * on loopback (docs/PERFORMANCE.md).
  */
 void roce_qp_set_window_bytes(struct roce_qp *qp, uint32_t bytes);
 #define ROCE_WINDOW_MIN 16u
