@@ -28,7 +28,7 @@
 #include "verbs-shim/mcast.h"
 #include "verbs-shim/mr.h"
 #include "verbs-shim/ops.h"
-#include "verbs-shim/qp.h"
+#include "verbs-shim/flush.h"
 #include "verbs-shim/qpn_map.h"
 
 static struct uroce_net *net;

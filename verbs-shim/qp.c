@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* Queue pairs: create, destroy, query, flush, lookup by number (qp.h). */
-#include "verbs-shim/qp.h"
-
+/* Queue pairs: create, destroy, query (ops.h; flushing is flush.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "verbs-shim/async.h"
 #include "verbs-shim/caps.h"
-#include "verbs-shim/cq.h"
 #include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/ops.h"
@@ -297,50 +294,4 @@ UROCE_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcod
 	(void)op;
 	(void)flags;
 	return 0;
-}
-
-void uroce_qp_flush_sq(struct uroce_qp *qp)
-{
-	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR, .qp_num = qp->qpx.qp_base.qp_num};
-
-	for (; qp->sq.tail != qp->sq.head; qp->sq.tail++) {
-		const struct roce_send_wqe *wqe = roce_wq_slot(&qp->sq, qp->sq.tail);
-
-		wc.wr_id = wqe->wr_id;
-		wc.opcode = roce_wc_opcode(wqe->opcode);
-		uroce_cq_push(qp->send_cq, &wc, false);
-	}
-}
-
-void uroce_qp_flush_rq(struct uroce_qp *qp)
-{
-	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
-			    .opcode = IBV_WC_RECV,
-			    .qp_num = qp->qpx.qp_base.qp_num};
-
-	if (qp->srq)
-		return; /* WQEs of a shared receive queue belong to no QP: nothing to flush */
-	for (; qp->rq.tail != qp->rq.head; qp->rq.tail++) {
-		const struct roce_recv_wqe *wqe = roce_wq_slot(&qp->rq, qp->rq.tail);
-
-		wc.wr_id = wqe->wr_id;
-		uroce_cq_push(qp->recv_cq, &wc, false);
-	}
-}
-
-void uroce_qp_flush(struct uroce_qp *qp)
-{
-	uroce_qp_flush_sq(qp);
-	uroce_qp_flush_rq(qp);
-}
-
-void uroce_qp_to_error(struct uroce_qp *qp)
-{
-	bool was_error = qp->attr.qp_state == IBV_QPS_ERR;
-
-	qp->attr.qp_state = IBV_QPS_ERR;
-	qp->qpx.qp_base.state = IBV_QPS_ERR;
-	uroce_qp_flush(qp);
-	if (qp->srq && !was_error)
-		uroce_async_event(qp->ctx, IBV_EVENT_QP_LAST_WQE_REACHED, &qp->qpx.qp_base);
 }

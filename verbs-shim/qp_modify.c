@@ -9,7 +9,7 @@
 #include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/port.h"
-#include "verbs-shim/qp.h"
+#include "verbs-shim/flush.h"
 
 #define PSN_MASK 0xffffff /* PSNs are 24 bits (the BTH PSN field) */
 

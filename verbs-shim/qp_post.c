@@ -5,7 +5,7 @@
 
 #include "verbs-shim/engine.h"
 #include "verbs-shim/ops.h"
-#include "verbs-shim/qp.h"
+#include "verbs-shim/flush.h"
 #include "verbs-shim/sq.h"
 
 /* Copy WR into the WQE at the head of the send queue: 0 or EINVAL. */

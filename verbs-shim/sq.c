@@ -4,7 +4,7 @@
 
 #include <errno.h>
 
-#include "verbs-shim/qp.h"
+#include "verbs-shim/flush.h"
 
 int uroce_sq_state_check(struct uroce_qp *qp)
 {

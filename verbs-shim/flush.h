@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Queue pairs: what the rest of the shim and the data path share (engine.h). */
-#ifndef UROCE_VERBS_SHIM_QP_H
-#define UROCE_VERBS_SHIM_QP_H
+/*
+ * Flushing a QP's work queues, and the move to the Error state, for the verbs (ibv_modify_qp,
+ * ibv_post_send in SQE or ERR) and for the transport core's callbacks (engine.c). Below both:
+ * it needs only the QP's rings, its CQs (cq.h) and its async events (async.h).
+ */
+#ifndef UROCE_VERBS_SHIM_FLUSH_H
+#define UROCE_VERBS_SHIM_FLUSH_H
 
 #include <infiniband/verbs.h>
 #include <stdint.h>
