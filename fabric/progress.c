@@ -729,7 +729,7 @@ int uroce_progress_poll(struct uroce_progress *p)
 	 * the caller before the answers (ACKs) went out, which would have cost a send on the way
 	 * to every completion of a ping-pong. Bounded by the next poll, a hand-back to the
 	 * progress thread (after the idle window) or a QP's modify or destroy
-	 * (verbs-shim/engine.c).
+	 * (verbs-shim/engine_tx.c).
 	 */
 	end_batch(p);
 	n = receive_direct(p, now);

@@ -202,8 +202,8 @@ static void reap(struct ibv_cq *cq, int n)
 
 /*
  * While this thread busy-polls (it has the sockets), a post to a QP with nothing else on its
- * send queue leaves from ibv_post_send (engine.c, POST_GAP_NS), and the posts of a burst behind
- * it are held for the next poll, which sends them. A descheduling past the idle window gives
+ * send queue leaves from ibv_post_send (engine_held.c, POST_GAP_NS), and the posts of a burst
+ * behind it are held for the next poll, which sends them. A descheduling past the idle window gives
  * the sockets back to the progress thread, and then posts leave at once: one attempt in several
  * must show both.
  */

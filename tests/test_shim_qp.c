@@ -419,7 +419,7 @@ Test(shim_qp, flush_on_error_with_channel_event)
 
 /*
  * A WRITE to a key the target does not have: the QP (connected to itself) NAKs it and goes to
- * the error state, and with UROCE_LOG=info the engine says where the QP stood (engine.c).
+ * the error state, and with UROCE_LOG=info the engine says where the QP stood (core_env.c).
  */
 Test(shim_qp, remote_access_error_is_logged)
 {

@@ -14,8 +14,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "verbs-shim/sysfs.h"
-
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uroce_device *registry;
 static uint32_t next_index;
@@ -183,6 +181,16 @@ static int iface_mtu(int sock, const char *name)
 	if (sock < 0 || ioctl(sock, SIOCGIFMTU, &ifr) < 0 || ifr.ifr_mtu <= 0)
 		return 1500;
 	return ifr.ifr_mtu;
+}
+
+/* Fill dev->ibdev.dev_name, dev_path and ibdev_path from dev->ibdev.name and dev->index. */
+static void uroce_sysfs_device_paths(struct uroce_device *dev)
+{
+	struct ibv_device *ib = &dev->ibdev;
+
+	snprintf(ib->dev_name, sizeof(ib->dev_name), UVERBS_PREFIX "%u", dev->index);
+	snprintf(ib->dev_path, sizeof(ib->dev_path), UVERBS_CLASS "%s", ib->dev_name);
+	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), IBDEV_CLASS "%s", ib->name);
 }
 
 static struct uroce_device *device_new(const struct iface *f)

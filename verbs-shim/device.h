@@ -25,6 +25,12 @@
 /* Device names are "uroce_" + interface name. */
 #define UROCE_DEVICE_PREFIX "uroce_"
 
+/* Where a device's synthetic sysfs folders are (ibv_device.ibdev_path, dev_path; sysfs.c). */
+#define SYSFS_ROOT    "/sys"
+#define IBDEV_CLASS   SYSFS_ROOT "/class/infiniband/"
+#define UVERBS_CLASS  SYSFS_ROOT "/class/infiniband_verbs/"
+#define UVERBS_PREFIX "uroce_uverbs"
+
 struct uroce_gid_slot {
 	union ibv_gid gid;
 	bool valid;

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where the data path plugs into the verbs shim. The shim keeps the objects, validates and
- * queues work requests, and completes them on flush; the engine (fabric/) turns queued WQEs
- * into packets and received packets into completions. These hooks are the shim's only calls
- * into the engine; each is called without any uroce lock held.
+ * The data path's engine: the process's network endpoint (fabric/net.h) and the QPs' transport
+ * cores (transport/qp.h) driven over it. The shim keeps the objects, validates and queues work
+ * requests, and completes them on flush; the engine turns queued WQEs into packets and
+ * received packets into completions. These are the shim's calls into the engine. Each says
+ * which lock its caller holds: uroce_qp_posted and uroce_qp_modified run under qp->lock (the
+ * WQEs just queued, the attributes being applied), the others with no uroce lock held.
  *
- * What the engine uses in return:
- *   qpn_map.h                   QP by number, for received packets
- *   uroce_mr_lookup (mr.h)      MR by lkey/rkey
- *   qp->lock, qp->sq, qp->rq    WQE rings (wq.h); srq->lock, srq->rq for SRQ receives
- *   qp->attr                    path and transport attributes (objects.h)
- *   uroce_cq_push (cq.h)        completions, with solicited-event arming and channel events
- *   uroce_qp_to_error (qp.h)    a fatal transport error: ERR state + flush
- *   uroce_async_event (async.h) COMM_EST, SQ_DRAINED, SRQ_LIMIT_REACHED, QP_FATAL, ...
+ * The engine is below the modules that use it (scripts/check-layers): it knows the objects
+ * (objects.h) and the QP numbers (qpn_map.h), and reaches the rest through what they give it:
+ *   struct roce_qp_env (core_env.h)   per QP, at uroce_qp_engine_init: MRs, receive queues,
+ *                                     CQs, async events, the moves to SQE and ERR
+ *   uroce_engine_set_mad (mad.c)      the MADs received on QP 1, ICMP errors for MADs sent
+ *   uroce_engine_set_mcast (mcast.c)  the QPs attached to a multicast group
  */
 #ifndef UROCE_VERBS_SHIM_ENGINE_H
 #define UROCE_VERBS_SHIM_ENGINE_H
@@ -21,20 +21,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "transport/ipudp.h"
 #include <stdint.h>
 
-struct uroce_net;
+#include "transport/ipudp.h"
 
+struct roce_pkt;
+struct roce_qp_env;
+struct uroce_net;
 struct uroce_qp;
 struct uroce_stats;
 
 /*
- * Give a new QP (qp->ctx, qp->sq and qp->sq_sig_all set) its number and transport core, starting
- * the process's engine on first use. Returns 0 and sets *@qpn, or an errno: that of starting the
- * engine (uroce_net_open), ENOSPC (no QP number left), ENOMEM.
+ * Give a new QP (qp->ctx, qp->sq and qp->sq_sig_all set) its number and transport core, which
+ * reaches the QP's objects through @env (ctx: the QP), starting the process's engine on first
+ * use. Returns 0 and sets *@qpn, or an errno: that of starting the engine (uroce_net_open),
+ * ENOSPC (no QP number left), ENOMEM.
  */
-int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, uint32_t *qpn);
+int uroce_qp_engine_init(struct uroce_qp *qp, enum ibv_qp_type type, const struct roce_qp_env *env,
+			 uint32_t *qpn);
 
 /* The state changed: send what is ready. Called without the QP's lock. */
 void uroce_qp_kick(struct uroce_qp *qp);
@@ -52,7 +56,10 @@ void uroce_qp_posted(struct uroce_qp *qp, uint32_t posted);
  */
 void uroce_qp_modified(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int attr_mask);
 
-/* The QP is about to be freed: no packet or timer uses it once this returns. No lock held. */
+/*
+ * The QP is about to be freed: it sends what it has ready, leaves its multicast groups
+ * (uroce_engine_set_mcast), and no packet or timer uses it once this returns. No lock held.
+ */
 void uroce_qp_destroying(struct uroce_qp *qp);
 
 /*
@@ -97,5 +104,30 @@ void uroce_engine_unpoll(void);
  * EINTR when a signal interrupted the wait, or ppoll's errno.
  */
 int uroce_engine_wait(int fd, bool (*ready)(void *arg), void *arg);
+
+/* What a packet to QP 1 becomes: true if a MAD handler took it (mad.h uroce_mad_received). */
+typedef bool (*uroce_engine_mad_fn)(const struct roce_pkt *pkt, const struct roce_ipudp *ip);
+/* An ICMP error @err for a MAD sent to @gid (fabric/net.h ops->unreachable). */
+typedef void (*uroce_engine_unreachable_fn)(void *arg, const uint8_t gid[16], int err);
+/* The numbers of the QPs attached to @group, at most @max into @qpn; how many (mcast.h). */
+typedef unsigned int (*uroce_engine_members_fn)(const uint8_t group[16], uint32_t *qpn,
+						unsigned int max);
+/* Detach a QP being destroyed from every multicast group (mcast.h). */
+typedef void (*uroce_engine_detach_fn)(struct uroce_qp *qp);
+
+/*
+ * Hand the packets received for QP 1 to @received and the ICMP errors for MADs sent to
+ * @unreachable (@arg NULL). The MAD module is above the engine (it starts it), so it plugs in
+ * here before it takes MADs; until then packets to QP 1 are dropped as unsupported and the
+ * errors ignored, as with no MAD handler. Any thread; calls after the first change nothing.
+ */
+void uroce_engine_set_mad(uroce_engine_mad_fn received, uroce_engine_unreachable_fn unreachable);
+
+/*
+ * Deliver a datagram sent to a multicast group to the QPs @members names, and detach a QP
+ * being destroyed with @detach_all. The multicast module plugs in before its first attachment;
+ * until then no QP belongs to a group. Any thread; calls after the first change nothing.
+ */
+void uroce_engine_set_mcast(uroce_engine_members_fn members, uroce_engine_detach_fn detach_all);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Flushing a QP's work queues, and the move to the Error state, for the verbs (ibv_modify_qp,
- * ibv_post_send in SQE or ERR) and for the transport core's callbacks (engine.c). Below both:
+ * ibv_post_send in SQE or ERR) and for the transport core's callbacks (core_env.c). Below both:
  * it needs only the QP's rings, its CQs (cq.h) and its async events (async.h).
  */
 #ifndef UROCE_VERBS_SHIM_FLUSH_H

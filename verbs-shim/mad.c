@@ -18,6 +18,7 @@ int uroce_mad_set_handler(uroce_mad_handler fn, void *arg)
 
 	if (err)
 		return err;
+	uroce_engine_set_mad(uroce_mad_received, uroce_mad_unreachable);
 	/* Answers to MADs go back with the request's traffic class, as the kernel's CM does. */
 	if (fn)
 		uroce_net_want_ip_fields(uroce_engine_net());
@@ -76,6 +77,7 @@ int uroce_mad_set_unreachable_handler(uroce_mad_unreachable_fn fn, void *arg)
 
 	if (err)
 		return err;
+	uroce_engine_set_mad(uroce_mad_received, uroce_mad_unreachable);
 	atomic_store(&unreachable_arg, arg);
 	atomic_store(&unreachable_fn, fn);
 	return 0;

@@ -81,12 +81,12 @@ typedef void (*uroce_mad_unreachable_fn)(void *arg, const uint8_t gid[16], int e
  */
 UROCE_EXPORT int uroce_mad_set_unreachable_handler(uroce_mad_unreachable_fn fn, void *arg);
 
-/* For the engine (engine.c): the net's unreachable callback (@arg unused). */
+/* For the engine (uroce_engine_set_mad): an ICMP error for a MAD sent (@arg unused). */
 void uroce_mad_unreachable(void *arg, const uint8_t gid[16], int err);
 
 /*
- * For the engine (engine.c): a packet to QP 1 came. Hands its MAD to the handler and returns
- * true, or false if there is no handler or the packet is no MAD a GSI accepts.
+ * For the engine (uroce_engine_set_mad): a packet to QP 1 came. Hands its MAD to the handler and
+ * returns true, or false if there is no handler or the packet is no MAD a GSI accepts.
  */
 bool uroce_mad_received(const struct roce_pkt *pkt, const struct roce_ipudp *ip);
 

@@ -80,6 +80,7 @@ UROCE_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
 	(void)lid;
 	if (ibqp->qp_type != IBV_QPT_UD || !roce_gid_is_multicast(gid->raw))
 		return EINVAL;
+	uroce_engine_set_mcast(uroce_mcast_members, uroce_mcast_detach_all);
 	pthread_rwlock_wrlock(&table.lock);
 	if (find(gid, ibqp->qp_num) >= 0) {
 		pthread_rwlock_unlock(&table.lock);

@@ -12,11 +12,11 @@ struct uroce_qp;
 
 /*
  * The numbers of this process's QPs attached to @group (a GID), at most @max of them into
- * @qpn. Returns how many. Any thread.
+ * @qpn. Returns how many. Any thread (the engine's receive path: uroce_engine_set_mcast).
  */
 unsigned int uroce_mcast_members(const uint8_t group[16], uint32_t *qpn, unsigned int max);
 
-/* Detach @qp from every group (it is being destroyed). */
+/* Detach @qp from every group (it is being destroyed: uroce_engine_set_mcast). */
 void uroce_mcast_detach_all(struct uroce_qp *qp);
 
 #endif

@@ -134,9 +134,10 @@ struct uroce_qp {
 	struct uroce_timer timer; /* fires at the core's next deadline */
 	bool timer_armed;         /* under lock: the timer is armed for timer_deadline */
 	uint64_t timer_deadline;
-	uint32_t posts_held;   /* under lock: posts whose packets wait for a flush (engine.c) */
-	uint64_t last_post;    /* under lock: uroce_now() of the latest post (engine.c) */
-	atomic_bool drain_due; /* set under lock: packets came in since the last drain (engine.c) */
+	uint32_t posts_held; /* under lock: posts whose packets wait for a flush (engine_held.c) */
+	uint64_t last_post;  /* under lock: uroce_now() of the latest post (engine_held.c) */
+	atomic_bool
+		drain_due; /* set under lock: packets came in since the last drain (engine_rx.c) */
 	uint32_t async_events_reported; /* under qpx.qp_base.mutex */
 };
 

@@ -6,6 +6,7 @@
 
 #include "verbs-shim/async.h"
 #include "verbs-shim/caps.h"
+#include "verbs-shim/core_env.h"
 #include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/ops.h"
@@ -162,7 +163,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	}
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->ctx = to_uctx(context);
-	err = uroce_qp_engine_init(qp, attr->qp_type, &qpn);
+	err = uroce_qp_engine_init(qp, attr->qp_type, &uroce_core_env, &qpn);
 	if (err) {
 		qp_free(qp);
 		errno = err;

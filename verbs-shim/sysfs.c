@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* sysfs helpers of libibverbs and the synthetic tree of uroce devices (sysfs.h). */
-#include "verbs-shim/sysfs.h"
-
+/*
+ * The sysfs helpers of libibverbs and the synthetic sysfs tree of uroce devices (ABI.md §3.6):
+ * ibv_device.ibdev_path and dev_path (device.c) name folders that do not exist;
+ * ibv_read_sysfs_file() serves the few files applications read through it (ibv_devinfo reads
+ * board_id) from the device itself and never touches the real /sys for a uroce device.
+ */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,22 +18,9 @@
 #include "verbs-shim/export.h"
 #include "verbs-shim/port.h"
 
-#define SYSFS_ROOT    "/sys"
-#define IBDEV_CLASS   SYSFS_ROOT "/class/infiniband/"
-#define UVERBS_CLASS  SYSFS_ROOT "/class/infiniband_verbs/"
-#define UVERBS_PREFIX "uroce_uverbs"
 /* What ibv_devinfo prints as board_id. */
 #define UROCE_BOARD_ID   "uroce_soft_roce"
 #define UROCE_FW_VERSION UROCE_VERSION
-
-void uroce_sysfs_device_paths(struct uroce_device *dev)
-{
-	struct ibv_device *ib = &dev->ibdev;
-
-	snprintf(ib->dev_name, sizeof(ib->dev_name), UVERBS_PREFIX "%u", dev->index);
-	snprintf(ib->dev_path, sizeof(ib->dev_path), UVERBS_CLASS "%s", ib->dev_name);
-	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), IBDEV_CLASS "%s", ib->name);
-}
 
 UROCE_EXPORT const char *ibv_get_sysfs_path(void)
 {
