@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/wr_opcode.h"
 #include "verbs-shim/async.h"
 #include "verbs-shim/caps.h"
 #include "verbs-shim/core_env.h"
@@ -17,23 +18,10 @@
 /* QP handles are indexes of this table; numbers come from the engine (qpn_map.h). */
 static struct uroce_table qp_table = UROCE_TABLE_INIT(UROCE_MAX_QP);
 
-/* The send operations (IBV_QP_EX_WITH_*) of each service: UD sends only, UC no reads or atomics. */
+/* The send operations (IBV_QP_EX_WITH_*) service @type allows (transport/wr_opcode.h). */
 static uint64_t type_send_ops(enum ibv_qp_type type)
 {
-	const uint64_t ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-	const uint64_t uc = ud | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-
-	switch (type) {
-	case IBV_QPT_UD:
-		return ud;
-	case IBV_QPT_UC:
-		return uc;
-	case IBV_QPT_XRC_RECV:
-		return 0; /* a target QP only receives */
-	default:
-		return uc | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-	}
+	return roce_wr_ex_flags(roce_wr_service_of(type));
 }
 
 /* 0, EINVAL or EOPNOTSUPP for the creation attributes. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "transport/wr_opcode.h"
 #include "verbs-shim/engine.h"
 #include "verbs-shim/ops.h"
 #include "verbs-shim/flush.h"
@@ -28,8 +29,7 @@ static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
 	wqe->is_inline = wr->send_flags & IBV_SEND_INLINE;
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
 		wqe->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
-	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	if (roce_wr_flags(wqe->opcode) & ROCE_WR_ATOMIC) {
 		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		wqe->wr.atomic.swap = wr->wr.atomic.swap;

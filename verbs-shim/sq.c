@@ -4,6 +4,7 @@
 
 #include <errno.h>
 
+#include "transport/wr_opcode.h"
 #include "verbs-shim/flush.h"
 
 int uroce_sq_state_check(struct uroce_qp *qp)
@@ -18,44 +19,21 @@ int uroce_sq_state_check(struct uroce_qp *qp)
 	}
 }
 
-/* The IBV_QP_EX_WITH_* bit of a send opcode, 0 for opcodes uroce does not implement. */
-static uint64_t opcode_bit(enum ibv_wr_opcode opcode)
-{
-	switch (opcode) {
-	case IBV_WR_RDMA_WRITE:
-		return IBV_QP_EX_WITH_RDMA_WRITE;
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-	case IBV_WR_SEND:
-		return IBV_QP_EX_WITH_SEND;
-	case IBV_WR_SEND_WITH_IMM:
-		return IBV_QP_EX_WITH_SEND_WITH_IMM;
-	case IBV_WR_RDMA_READ:
-		return IBV_QP_EX_WITH_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-	default:
-		return 0; /* memory windows, invalidation, TSO, atomic write */
-	}
-}
-
 int uroce_sq_check_wqe(struct uroce_qp *qp, const struct roce_send_wqe *wqe)
 {
-	uint64_t bit = opcode_bit(wqe->opcode);
-	bool atomic = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		      wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	/* The table says what the opcode is; send_ops_flags holds what the QP's service allows
+	 * (and, for ibv_create_qp_ex, what the application asked for). */
+	const struct roce_wr_info *w = roce_wr_info(wqe->opcode);
 
-	if (!bit || !(qp->send_ops_flags & bit))
+	if (!w || !(qp->send_ops_flags & w->ex_flag))
 		return EINVAL;
 	if (wqe->length > 1u << 31) /* the port's max_msg_sz */
 		return EINVAL;
-	if (wqe->is_inline && (atomic || wqe->opcode == IBV_WR_RDMA_READ ||
+	if (wqe->is_inline && ((w->flags & (ROCE_WR_ATOMIC | ROCE_WR_READ)) ||
 			       wqe->length > qp->attr.cap.max_inline_data))
 		return EINVAL;
 	/* IBA atomics operate on one naturally aligned 64-bit word. */
-	if (atomic && (wqe->length != 8 || wqe->wr.atomic.remote_addr % 8))
+	if ((w->flags & ROCE_WR_ATOMIC) && (wqe->length != 8 || wqe->wr.atomic.remote_addr % 8))
 		return EINVAL;
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD && !wqe->ud.has_ah)
 		return EINVAL;

@@ -2,38 +2,44 @@
 /*
  * Verbs uroce does not implement, each failing the way its man page says an unsupported verb
  * fails. This is the one list of them (docs/UNSUPPORTED.md mirrors it).
- *
- * | verb                                   | how it reaches uroce        | result |
- * |----------------------------------------|-----------------------------|-------------------------|
+ */
+/* clang-format off */
+/*
+ * | verb                                   | how it reaches uroce        | result                 |
+ * |----------------------------------------|-----------------------------|------------------------|
  * | ibv_alloc_mw                           | ibv_context.ops.alloc_mw    | NULL, errno EOPNOTSUPP |
- * | ibv_bind_mw, ibv_dealloc_mw            | ibv_context.ops             | EOPNOTSUPP | |
- * ibv_wr_bind_mw, _local_inv, _send_inv, | ibv_qp_ex (qp_ex.c)         | ibv_wr_complete returns |
- * |   _send_tso, _atomic_write,            |                             |   EOPNOTSUPP | |
- * ibv_import_device, _pd, _mr, _dm       | exported                    | NULL, errno EOPNOTSUPP  |
- * | ibv_unimport_pd, _mr, _dm              | exported                    | nothing to release | |
- * ibv_query_ece, ibv_set_ece             | exported                    | EOPNOTSUPP              |
+ * | ibv_bind_mw, ibv_dealloc_mw            | ibv_context.ops             | EOPNOTSUPP             |
+ * | ibv_wr_bind_mw, _local_inv, _send_inv, | ibv_qp_ex (qp_ex.c)         | ibv_wr_complete        |
+ * |   _send_tso, _atomic_write             |                             |   returns EOPNOTSUPP   |
+ * | ibv_import_device, _pd, _mr, _dm       | exported                    | NULL, errno EOPNOTSUPP |
+ * | ibv_unimport_pd, _mr, _dm              | exported                    | nothing to release     |
+ * | ibv_query_ece, ibv_set_ece             | exported                    | EOPNOTSUPP             |
  * | ibv_reg_dmabuf_mr                      | exported                    | NULL, errno EOPNOTSUPP |
  * | ibv_resolve_eth_l2_from_gid            | exported                    | -EOPNOTSUPP, errno too |
- * | ibv_open_qp                            | verbs_context op left NULL: | the inline verb fails |
- * |                                        |   verbs.h answers           |   with EOPNOTSUPP | |
- * ibv_modify_cq, ibv_post_srq_ops,     |                             |   (NULL + errno, or the | |
- * ibv_create/modify/destroy_wq,        |                             |   errno value)          | |
- * ibv_create/destroy_rwq_ind_table,    |                             |                         | |
- * ibv_alloc_td, ibv_dealloc_td,        |                             |                         | |
- * ibv_alloc_parent_domain,             |                             |                         | |
- * ibv_advise_mr, ibv_alloc_null_mr,    |                             |                         | |
- * ibv_alloc_dm, ibv_free_dm,           |                             |                         | |
- * ibv_reg_dm_mr, ibv_create/destroy/   |                             |                         | |
- * read_counters, ibv_attach_counters_  |                             |                         | |
- * point_flow, ibv_create/destroy_flow, |                             |                         | |
- * ibv_create/modify/destroy_flow_      |                             |                         | |
- * action_esp, ibv_modify_qp_rate_limit,|                             |                         | |
- * ibv_query_rt_values_ex               |                             |                         | |
- * RAW_PACKET QPs; TM SRQs;               | create_qp(_ex), create_srq_ | NULL, errno EOPNOTSUPP  |
- * |   QP create flags; CQ VLAN/flow-tag/TM |   ex, create_cq_ex          | | |   fields; on-demand
- * paging MRs         |   ibv_reg_mr*               |                         | |
- * IBVERBS_PRIVATE_<N> provider interface | exported (private.c)        | see private.c           |
+ * | ibv_open_qp, ibv_modify_cq,            | verbs_context op left NULL: | the inline verb fails  |
+ * |   ibv_post_srq_ops,                    |   verbs.h answers           |   with EOPNOTSUPP      |
+ * |   ibv_create/modify/destroy_wq,        |                             |   (NULL + errno, or    |
+ * |   ibv_create/destroy_rwq_ind_table,    |                             |   the errno value)     |
+ * |   ibv_alloc_td, ibv_dealloc_td,        |                             |                        |
+ * |   ibv_alloc_parent_domain,             |                             |                        |
+ * |   ibv_advise_mr, ibv_alloc_null_mr,    |                             |                        |
+ * |   ibv_alloc_dm, ibv_free_dm,           |                             |                        |
+ * |   ibv_reg_dm_mr,                       |                             |                        |
+ * |   ibv_create/destroy/read_counters,    |                             |                        |
+ * |   ibv_attach_counters_point_flow,      |                             |                        |
+ * |   ibv_create/destroy_flow,             |                             |                        |
+ * |   ibv_create/modify/destroy_           |                             |                        |
+ * |     flow_action_esp,                   |                             |                        |
+ * |   ibv_modify_qp_rate_limit,            |                             |                        |
+ * |   ibv_query_rt_values_ex               |                             |                        |
+ * | RAW_PACKET QPs; TM SRQs;               | create_qp(_ex),             | NULL, errno EOPNOTSUPP |
+ * |   QP create flags;                     |                             |                        |
+ * |   CQ VLAN/flow-tag/TM fields;          |   create_srq_ex,            |                        |
+ * |                                        |   create_cq_ex,             |                        |
+ * |   on-demand paging MRs                 |   ibv_reg_mr*               |                        |
+ * | IBVERBS_PRIVATE_<N> provider interface | exported (private.c)        | see private.c          |
  */
+/* clang-format on */
 #include <errno.h>
 
 #include "verbs-shim/export.h"
