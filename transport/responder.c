@@ -4,6 +4,9 @@
  * sequence, operation allowed, length, resources, R_Key -- then executed, completed and
  * acknowledged. Each check is a named step of the machine in roce_resp_recv(); a failed check
  * ends in the NAK (or, for UC and UD, the silent drop) the spec gives it.
+ *
+ * One state machine in one file, as rxe's resp.c: its steps read in the spec's order, and
+ * splitting it would scatter one packet's path over several files.
  */
 #include <string.h>
 
