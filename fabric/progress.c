@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The progress thread (progress.h): the loop, timers, watched descriptors, wake-ups, start and
- * stop, the hand-over of the sockets to polling threads and the direct receive; waiting and
+ * stop, and its side of the hand-over of the sockets to the application's threads (their side:
+ * progress_app.c; the direct receive they and the epoll backend use: progress_rx.c); waiting and
  * receiving on the thread are the backend's (progress_int.h).
  */
 #include "fabric/progress.h"
@@ -25,9 +26,6 @@
 
 #define EPOLL_BATCH 16
 #define NAME_LEN    32 /* a sockaddr_in6 (28) rounded up, so the control messages are aligned */
-#define RX_BATCH    16 /* datagrams per recvmmsg of the direct receive */
-/* Direct receive buffers hold UROCE_UDP_RECV_MAX bytes, 64-byte aligned. */
-#define RX_STRIDE ((UROCE_UDP_RECV_MAX + 63) & ~(size_t)63)
 
 /*
  * The hand-over (progress.h): consecutive empty polls of a thread before it asks for the
@@ -41,74 +39,12 @@
  */
 #define POLLS_BEFORE_HANDOVER     32u
 #define POLLS_BEFORE_HANDOVER_MAX (32u << 12)
-/*
- * Longer between two polls: not consecutive. Longer than a scheduler's time slice, so that a
- * poller that shares its CPU still counts as one: with a gap shorter than a slice, a poller
- * descheduled beside a busy loop would never reach the count pacing raised (fabric_stress under
- * TSan does this).
- */
-#define POLL_GAP_NS      2000000u
-#define POLL_IDLE_MIN_NS 100000u
-#define POLL_IDLE_MAX_NS 1000000u
+#define POLL_IDLE_MIN_NS          100000u
+#define POLL_IDLE_MAX_NS          1000000u
 /* The progress thread's time slice (short_slice): the shortest the kernel allows. */
 #define PROGRESS_SLICE_NS 100000u
 
-struct direct_rx {
-	uint8_t *bufs; /* RX_BATCH buffers of RX_STRIDE bytes */
-	struct mmsghdr msgs[RX_BATCH];
-	struct iovec iov[RX_BATCH];
-	struct sockaddr_storage names[RX_BATCH];
-	union {
-		struct cmsghdr align;
-		char buf[UROCE_UDP_CONTROL_LEN];
-	} control[RX_BATCH];
-};
-
-/* The progress object whose receive lock this thread holds, if any. */
-static _Thread_local const struct uroce_progress *receiving;
-/* This thread's consecutive empty polls (reset by uroce_progress_unpoll), and the last one's time.
- */
-static _Thread_local unsigned int empty_polls;
-static _Thread_local uint64_t last_empty_poll;
-
-static void rx_lock(struct uroce_progress *p)
-{
-	pthread_mutex_lock(&p->rx_lock);
-	receiving = p;
-}
-
-static void rx_unlock(struct uroce_progress *p)
-{
-	receiving = NULL;
-	pthread_mutex_unlock(&p->rx_lock);
-}
-
-void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
-		       const uint8_t *data, size_t len, uint64_t now)
-{
-	struct uroce_rx rx = {.ip = *ip, .now = now};
-	bool v4 = roce_ipudp_is_v4(ip);
-
-	for (size_t off = 0, i = 0; off < len; off += rx.len, i++) {
-		/*
-		 * The kernel gives an IPv4 datagram with DF from an unconnected socket the ID 0,
-		 * and the segments of a UDP GSO send 0, 1, 2, ... (ip_select_ident_segs,
-		 * inet_gso_segment); a GRO receive on loopback or veth is one such send. Guessed
-		 * so, the ICRC check (roce_icrc_verify) seldom has to recover the ID.
-		 */
-		if (v4)
-			rx.ip.ip_id = (uint16_t)i;
-		rx.roce = data + off;
-		rx.len = uroce_udp_segment(len, seg, off);
-		if (rx.len > UROCE_PROGRESS_PAYLOAD_MAX) {
-			atomic_fetch_add(&p->rx_oversize, 1);
-			continue;
-		}
-		p->ops->datagram(p->arg, &rx);
-	}
-	if (p->ops->datagram_end)
-		p->ops->datagram_end(p->arg);
-}
+_Thread_local const struct uroce_progress *progress_receiving;
 
 void progress_on_watch(void *watch)
 {
@@ -125,115 +61,6 @@ void progress_on_epoll(struct uroce_progress *p)
 
 	for (int i = 0; i < n; i++)
 		progress_on_watch(ev[i].data.ptr);
-}
-
-/*
- * Make the first @n headers of the direct receive ready for recvmmsg again: it writes back
- * only the name and control lengths and the flags, and only of the datagrams it returns, so an
- * empty poll (most of them) leaves all sixteen ready.
- */
-static void rearm_msgs(struct direct_rx *d, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++) {
-		struct msghdr *m = &d->msgs[i].msg_hdr;
-
-		m->msg_name = &d->names[i];
-		m->msg_namelen = sizeof(d->names[i]);
-		m->msg_iov = &d->iov[i];
-		m->msg_iovlen = 1;
-		m->msg_control = d->control[i].buf;
-		m->msg_controllen = sizeof(d->control[i].buf);
-		m->msg_flags = 0;
-	}
-}
-
-/*
- * Up to @want datagrams from @fd without waiting: their count, or -1 with errno set. One
- * through recvmsg, which spares recvmmsg's own work around it (an empty poll's most of it).
- */
-static int receive_some(int fd, struct mmsghdr *msgs, unsigned int want)
-{
-	ssize_t len;
-
-	if (want > 1)
-		return nc_recvmmsg(fd, msgs, want, MSG_DONTWAIT);
-	len = nc_recvmsg(fd, &msgs[0].msg_hdr, MSG_DONTWAIT);
-	if (len < 0)
-		return -1;
-	msgs[0].msg_len = (unsigned int)len;
-	return 1;
-}
-
-/*
- * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
- * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
- * kernel's try at a second datagram (docs/PERFORMANCE.md). So that datagram ends the receive,
- * unless more of its message follows (roce_datagram_continues): then the rest is asked for at
- * once, since a receive that ends amid a message leaves its last packets (and the ACK riding
- * behind a train) for the next poll.
- * A socket that had datagrams at its last receive (a stream) is received in batches of
- * RX_BATCH until empty.
- */
-unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
-{
-	struct udp_slot *s = &p->udp[slot];
-	struct direct_rx *d = p->direct;
-	unsigned int total = 0, want = s->drained ? 1 : RX_BATCH;
-
-	for (;;) {
-		int n = receive_some(s->sock.fd, d->msgs, want);
-		bool more = false;
-
-		s->drained = n <= 0;
-		if (n <= 0) {
-			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
-					  s->sock.port, strerror(errno));
-			return total;
-		}
-		for (int i = 0; i < n; i++) {
-			struct msghdr *m = &d->msgs[i].msg_hdr;
-			struct roce_ipudp ip;
-			uint16_t seg = 0;
-
-			if (m->msg_flags & MSG_TRUNC) {
-				atomic_fetch_add(&p->rx_oversize, 1);
-				continue;
-			}
-			if (uroce_udp_rx_source(&ip, &s->sock, m->msg_name, m->msg_namelen))
-				continue;
-			for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
-				uroce_udp_rx_cmsg(&ip, c, &seg);
-			more = roce_datagram_continues(d->iov[i].iov_base, d->msgs[i].msg_len, seg);
-			progress_received(p, &ip, seg, d->iov[i].iov_base, d->msgs[i].msg_len, now);
-		}
-		rearm_msgs(d, (unsigned int)n);
-		total += (unsigned int)n;
-		if ((unsigned int)n < want || (want == 1 && !more))
-			return total;
-		want = RX_BATCH;
-	}
-}
-
-/*
- * The direct receive of a polling thread: one socket per poll. Seven polls in eight try the
- * socket that last brought datagrams (a ping-pong's next one comes there), the eighth the
- * sockets in turn, so that a busy socket starves none. No epoll set holds the sockets
- * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
- * into it (docs/PERFORMANCE.md).
- */
-static unsigned int receive_direct(struct uroce_progress *p, uint64_t now)
-{
-	unsigned int n = progress_udp_count(p), slot = p->rx_hint, got;
-
-	if (!n)
-		return 0;
-	if (!(p->rx_turn++ & 7) || slot >= n)
-		slot = p->rx_next++ % n;
-	got = progress_receive_slot(p, slot, now);
-	if (got)
-		p->rx_hint = slot;
-	return got;
 }
 
 bool progress_sockets_wanted(struct uroce_progress *p)
@@ -333,7 +160,7 @@ static int setup_backend(struct uroce_progress *p, enum uroce_backend want)
  * an exchange, right after a receive's system call, waits for the kernel's stores to drain
  * (on every poll, and on every hop of a ping-pong for the store that follows).
  */
-static void end_batch(struct uroce_progress *p)
+void progress_end_batch(struct uroce_progress *p)
 {
 	if (!atomic_load_explicit(&p->end_due, memory_order_relaxed))
 		return;
@@ -364,7 +191,7 @@ static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
 }
 
 /* Fill @pfd with the UDP sockets, for POLLIN: their count. */
-static unsigned int socket_pollfds(struct uroce_progress *p, struct pollfd *pfd)
+unsigned int progress_socket_pollfds(struct uroce_progress *p, struct pollfd *pfd)
 {
 	unsigned int n = progress_udp_count(p);
 
@@ -377,7 +204,7 @@ static unsigned int socket_pollfds(struct uroce_progress *p, struct pollfd *pfd)
 static bool datagrams_waiting(struct uroce_progress *p)
 {
 	struct pollfd pfd[PROGRESS_MAX_UDP];
-	unsigned int n = socket_pollfds(p, pfd);
+	unsigned int n = progress_socket_pollfds(p, pfd);
 
 	return n && nc_poll(pfd, n, 0) > 0;
 }
@@ -510,7 +337,7 @@ static void *progress_main(void *arg)
 	}
 	uroce_timers_set_runner(&p->timers);
 	short_slice();
-	rx_lock(p);
+	progress_rx_lock(p);
 	err = p->ops->init(p->arg, p);
 	report_start(p, err);
 	while (!err && !atomic_load(&p->stop)) {
@@ -520,24 +347,24 @@ static void *progress_main(void *arg)
 		uroce_timers_run(&p->timers, uroce_now());
 		deadline = hand_over(p, uroce_now());
 		reap_watches(p);
-		rx_unlock(p);
+		progress_rx_unlock(p);
 		do
 			ready = p->backend->wait(p, deadline);
 		while (!ready && still_quiet(p, &deadline));
-		rx_lock(p);
+		progress_rx_lock(p);
 		if (ready) {
 			p->backend->dispatch(p);
 			atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
 		}
-		end_batch(p);
+		progress_end_batch(p);
 	}
-	end_batch(p); /* what a polling thread put off goes out before the thread ends */
-	rx_unlock(p);
+	progress_end_batch(p); /* what a polling thread put off goes out before the thread ends */
+	progress_rx_unlock(p);
 	p->backend->teardown(p);
 	return NULL;
 }
 
-static void wake_thread(void *arg)
+void progress_wake_thread(void *arg)
 {
 	signal_fd(((struct uroce_progress *)arg)->evfd);
 }
@@ -561,9 +388,7 @@ static void free_progress(struct uroce_progress *p)
 		close(p->stop_fd);
 	if (p->epfd >= 0)
 		close(p->epfd);
-	if (p->direct)
-		free(p->direct->bufs);
-	free(p->direct);
+	progress_direct_free(p->direct);
 	pthread_mutex_destroy(&p->rx_lock);
 	uroce_timers_destroy(&p->timers);
 	pthread_cond_destroy(&p->started_cond);
@@ -600,7 +425,7 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 		p->udp[i].msg.msg_namelen = NAME_LEN;
 		p->udp[i].msg.msg_controllen = UROCE_UDP_CONTROL_LEN;
 	}
-	err = uroce_timers_init(&p->timers, wake_thread, p);
+	err = uroce_timers_init(&p->timers, progress_wake_thread, p);
 	if (err) {
 		pthread_cond_destroy(&p->started_cond);
 		pthread_mutex_destroy(&p->rx_lock);
@@ -608,16 +433,11 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 		free(p);
 		return err;
 	}
-	p->direct = calloc(1, sizeof(*p->direct));
-	if (!p->direct || !(p->direct->bufs = malloc((size_t)RX_BATCH * RX_STRIDE))) {
+	p->direct = progress_direct_new();
+	if (!p->direct) {
 		err = ENOMEM;
 		goto fail;
 	}
-	for (unsigned int i = 0; i < RX_BATCH; i++) {
-		p->direct->iov[i].iov_base = p->direct->bufs + (size_t)i * RX_STRIDE;
-		p->direct->iov[i].iov_len = UROCE_UDP_RECV_MAX;
-	}
-	rearm_msgs(p->direct, RX_BATCH);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->handed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -663,7 +483,7 @@ void uroce_progress_stop(struct uroce_progress *p)
 {
 	atomic_store(&p->stop, true);
 	signal_fd(p->stop_fd);
-	wake_thread(p);
+	progress_wake_thread(p);
 	pthread_join(p->thread, NULL);
 	for (int i = 0; i < 1000 && atomic_load(&p->waiters); i++)
 		usleep(1000);
@@ -676,7 +496,7 @@ void uroce_progress_stop(struct uroce_progress *p)
 
 bool uroce_progress_on_thread(const struct uroce_progress *p)
 {
-	return receiving == p;
+	return progress_receiving == p;
 }
 
 int uroce_progress_add_udp(struct uroce_progress *p, const struct uroce_udp *s)
@@ -694,174 +514,7 @@ int uroce_progress_add_udp(struct uroce_progress *p, const struct uroce_udp *s)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!err && !uroce_progress_on_thread(p))
-		wake_thread(p);
-	return err;
-}
-
-int uroce_progress_poll(struct uroce_progress *p)
-{
-	uint64_t now = uroce_now();
-	unsigned int n;
-
-	atomic_store_explicit(&p->last_poll, now, memory_order_relaxed);
-	if (!atomic_load(&p->app_rx)) {
-		/* Consecutive: a pause (the thread waited some other way) starts the count again.
-		 */
-		if (now - last_empty_poll > POLL_GAP_NS)
-			empty_polls = 0;
-		last_empty_poll = now;
-		if (++empty_polls >=
-			    atomic_load_explicit(&p->handover_polls, memory_order_relaxed) &&
-		    !atomic_exchange(&p->want_app, true))
-			wake_thread(p);
-		return -1;
-	}
-	/* Another thread receives: what it takes reaches this one's CQ all the same. */
-	if (receiving == p || pthread_mutex_trylock(&p->rx_lock))
-		return 0;
-	receiving = p;
-	if (!atomic_load(&p->app_rx)) { /* taken back meanwhile */
-		rx_unlock(p);
-		return -1;
-	}
-	/*
-	 * The previous poll's batch ends now, not as that poll returned: its completions reached
-	 * the caller before the answers (ACKs) went out, which would have cost a send on the way
-	 * to every completion of a ping-pong. Bounded by the next poll, a hand-back to the
-	 * progress thread (after the idle window) or a QP's modify or destroy
-	 * (verbs-shim/engine_tx.c).
-	 */
-	end_batch(p);
-	n = receive_direct(p, now);
-	if (n) /* end_batch cleared it */
-		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
-	rx_unlock(p);
-	return (int)n;
-}
-
-bool uroce_progress_polled(const struct uroce_progress *p)
-{
-	/* A thread blocked in uroce_progress_wait() does not poll again soon. */
-	return atomic_load(&p->app_rx) && !atomic_load(&p->waiters);
-}
-
-void uroce_progress_unpoll(struct uroce_progress *p)
-{
-	empty_polls = 0;
-	if (!atomic_load(&p->want_app) && !atomic_load(&p->app_rx))
-		return;
-	if (atomic_load(&p->waiter_follows)) {
-		/* It will sleep in uroce_progress_wait(), which receives: the sockets stay, until
-		 * the idle window if it does not come (which ends the guess). */
-		atomic_store(&p->unpolled, true);
-		atomic_store(&p->last_poll, uroce_now());
-		return;
-	}
-	atomic_store(&p->last_poll, 0);
-	atomic_store(&p->want_app, false);
-	wake_thread(p);
-}
-
-/* A waiter's ppoll set: its fd, the stop eventfd, then the sockets or the hand-over eventfd. */
-#define WAIT_FIXED 2
-
-/* A waiter cancelled in ppoll (or leaving): it no longer receives. */
-static void waiter_leave(void *arg)
-{
-	struct uroce_progress *p = arg;
-
-	atomic_store(&p->last_poll, uroce_now());
-	atomic_fetch_sub(&p->waiters, 1);
-}
-
-/*
- * A waiter's turn at the sockets, if they are the application's: receive on those of the first
- * @polled that the last ppoll (@pfd, after its WAIT_FIXED) found readable, then look at
- * @ready. The first turn receives on none: the ppoll after it finds what is queued, and a
- * receive on each socket would cost a system call per wait. Not ready: the thread will
- * sleep, so what the datagrams called for (ACKs) leaves now; ready: it is put off as after a
- * busy poll (uroce_progress_poll), since the caller's next post or poll sends it first.
- * Cancellation is off meanwhile: a callback may make a system call that is a cancellation
- * point, and must not end holding the receive lock or a QP's.
- */
-static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsigned int polled,
-		      bool (*ready)(void *arg), void *arg)
-{
-	unsigned int n = progress_udp_count(p), got = 0;
-	bool is_ready;
-	int old;
-
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-	rx_lock(p);
-	if (atomic_load(&p->app_rx)) {
-		uint64_t now = uroce_now();
-
-		for (unsigned int i = 0; i < n; i++)
-			if (i < polled && pfd[WAIT_FIXED + i].revents)
-				got += progress_receive_slot(p, i, now);
-	}
-	if (got)
-		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
-	is_ready = ready(arg);
-	if (!is_ready)
-		end_batch(p);
-	rx_unlock(p);
-	pthread_setcancelstate(old, NULL);
-	return is_ready;
-}
-
-int uroce_progress_wait(struct uroce_progress *p, int fd, bool (*ready)(void *arg), void *arg)
-{
-	struct pollfd pfd[WAIT_FIXED + PROGRESS_MAX_UDP];
-	unsigned int polled = 0; /* sockets in the last ppoll (none before the first) */
-	int err = 0;
-
-	atomic_fetch_add(&p->waiters, 1);
-	if (atomic_load(&p->stop)) { /* stopping: the caller reads its fd itself */
-		atomic_fetch_sub(&p->waiters, 1);
-		return 0;
-	}
-	atomic_store(&p->waiter_follows, true);
-	atomic_store(&p->unpolled, false);
-	empty_polls = 0;
-	pthread_cleanup_push(waiter_leave, p);
-	if (!atomic_load(&p->app_rx) && !atomic_exchange(&p->want_app, true))
-		wake_thread(p);
-	for (;;) {
-		unsigned int k = 1;
-		int r;
-
-		if (wait_turn(p, pfd, polled, ready, arg) || atomic_load(&p->stop))
-			break;
-		pfd[0] = (struct pollfd){.fd = fd, .events = POLLIN};
-		pfd[k++] = (struct pollfd){.fd = p->stop_fd, .events = POLLIN};
-		/*
-		 * The sockets while they are the application's; the hand-over's eventfd while
-		 * they are still the thread's (a receive the thread makes wakes this one
-		 * through @fd). Either way every datagram has a receiver.
-		 */
-		if (atomic_load(&p->app_rx)) {
-			polled = socket_pollfds(p, pfd + k);
-			k += polled;
-		} else {
-			pfd[k++] = (struct pollfd){.fd = p->handed_fd, .events = POLLIN};
-			polled = 0;
-		}
-		r = ppoll(pfd, k, NULL, NULL); /* the cancellation point */
-		if (r < 0 && errno != EINTR) {
-			err = errno;
-			uroce_log(UROCE_LOG_ERROR, "waiting for a completion event: %s",
-				  strerror(err));
-			break;
-		}
-		if (r < 0) {
-			err = EINTR;
-			break;
-		}
-		if (pfd[0].revents)
-			break;
-	}
-	pthread_cleanup_pop(1);
+		progress_wake_thread(p);
 	return err;
 }
 

@@ -4,9 +4,10 @@
  * state, and handing a received buffer to the datagram callback. Internal to fabric/.
  *
  * progress.c runs the thread: timers, watched descriptors (an epoll set), wake-ups, the start
- * and stop handshakes, the hand-over of the sockets to polling application threads, and the
- * direct receive (recvmmsg from the sockets the receive set reports ready) that the epoll
- * backend and polling threads use. A backend waits for the next event and dispatches it:
+ * and stop handshakes, and its side of the hand-over of the sockets to application threads;
+ * progress_app.c is their side (busy polling, waiting in ibv_get_cq_event); progress_rx.c the
+ * direct receive (recvmmsg from the sockets) that they and the epoll backend use. A backend
+ * waits for the next event and dispatches it:
  *   progress_uring.c   io_uring: multishot recvmsg over a provided-buffer ring, and a poll of
  *                      the epoll set, in one io_uring_submit_and_wait_timeout
  *   progress_epoll.c   the receive set nested in the epoll set, epoll_wait, direct receive
@@ -19,6 +20,7 @@
 #ifndef UROCE_FABRIC_PROGRESS_INT_H
 #define UROCE_FABRIC_PROGRESS_INT_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -46,7 +48,7 @@ struct udp_slot {
 	bool drained;    /* receive lock: its last receive found nothing (progress_receive_slot) */
 };
 
-struct direct_rx; /* progress.c: recvmmsg buffers of the direct receive */
+struct direct_rx; /* progress_rx.c: recvmmsg buffers of the direct receive */
 
 struct progress_backend;
 
@@ -157,5 +159,38 @@ bool progress_sockets_wanted(struct uroce_progress *p);
  * before: the timers' resolution is microseconds). Returns the datagrams.
  */
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now);
+
+/* The progress object whose receive lock this thread holds, if any (progress.c). */
+extern _Thread_local const struct uroce_progress *progress_receiving;
+
+/* Take @p's receive lock (progress_int.h's top comment says who holds it). */
+static inline void progress_rx_lock(struct uroce_progress *p)
+{
+	pthread_mutex_lock(&p->rx_lock);
+	progress_receiving = p;
+}
+
+static inline void progress_rx_unlock(struct uroce_progress *p)
+{
+	progress_receiving = NULL;
+	pthread_mutex_unlock(&p->rx_lock);
+}
+
+/* Under the receive lock: the batch_end callback, if datagrams came since it last ran. */
+void progress_end_batch(struct uroce_progress *p);
+
+/* A polling thread's receive, under the receive lock: one socket per call; the datagrams. */
+unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now);
+
+/* Fill @pfd with the UDP sockets, for POLLIN: their count. */
+unsigned int progress_socket_pollfds(struct uroce_progress *p, struct pollfd *pfd);
+
+/* Wake the progress thread (@arg: the struct uroce_progress) from any thread. */
+void progress_wake_thread(void *arg);
+
+/* The direct receive's buffers (progress_rx.c): NULL without memory. */
+struct direct_rx *progress_direct_new(void);
+
+void progress_direct_free(struct direct_rx *d);
 
 #endif

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The direct receive (progress_int.h): recvmmsg from the UDP sockets into the buffers of
+ * struct direct_rx, for a thread polling a CQ, a waiting thread and the epoll backend, and the
+ * hand-off of each datagram (a GRO receive split into its segments) to the datagram callback.
+ * Under the receive lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/log.h"
+#include "fabric/nocancel.h"
+#include "fabric/progress_int.h"
+#include "transport/wire.h"
+
+#define RX_BATCH 16 /* datagrams per recvmmsg of the direct receive */
+/* Direct receive buffers hold UROCE_UDP_RECV_MAX bytes, 64-byte aligned. */
+#define RX_STRIDE ((UROCE_UDP_RECV_MAX + 63) & ~(size_t)63)
+
+struct direct_rx {
+	uint8_t *bufs; /* RX_BATCH buffers of RX_STRIDE bytes */
+	struct mmsghdr msgs[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct sockaddr_storage names[RX_BATCH];
+	union {
+		struct cmsghdr align;
+		char buf[UROCE_UDP_CONTROL_LEN];
+	} control[RX_BATCH];
+};
+
+void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
+		       const uint8_t *data, size_t len, uint64_t now)
+{
+	struct uroce_rx rx = {.ip = *ip, .now = now};
+	bool v4 = roce_ipudp_is_v4(ip);
+
+	for (size_t off = 0, i = 0; off < len; off += rx.len, i++) {
+		/*
+		 * The kernel gives an IPv4 datagram with DF from an unconnected socket the ID 0,
+		 * and the segments of a UDP GSO send 0, 1, 2, ... (ip_select_ident_segs,
+		 * inet_gso_segment); a GRO receive on loopback or veth is one such send. Guessed
+		 * so, the ICRC check (roce_icrc_verify) seldom has to recover the ID.
+		 */
+		if (v4)
+			rx.ip.ip_id = (uint16_t)i;
+		rx.roce = data + off;
+		rx.len = uroce_udp_segment(len, seg, off);
+		if (rx.len > UROCE_PROGRESS_PAYLOAD_MAX) {
+			atomic_fetch_add(&p->rx_oversize, 1);
+			continue;
+		}
+		p->ops->datagram(p->arg, &rx);
+	}
+	if (p->ops->datagram_end)
+		p->ops->datagram_end(p->arg);
+}
+
+/*
+ * Make the first @n headers of the direct receive ready for recvmmsg again: it writes back
+ * only the name and control lengths and the flags, and only of the datagrams it returns, so an
+ * empty poll (most of them) leaves all sixteen ready.
+ */
+static void rearm_msgs(struct direct_rx *d, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct msghdr *m = &d->msgs[i].msg_hdr;
+
+		m->msg_name = &d->names[i];
+		m->msg_namelen = sizeof(d->names[i]);
+		m->msg_iov = &d->iov[i];
+		m->msg_iovlen = 1;
+		m->msg_control = d->control[i].buf;
+		m->msg_controllen = sizeof(d->control[i].buf);
+		m->msg_flags = 0;
+	}
+}
+
+/*
+ * Up to @want datagrams from @fd without waiting: their count, or -1 with errno set. One
+ * through recvmsg, which spares recvmmsg's own work around it (an empty poll's most of it).
+ */
+static int receive_some(int fd, struct mmsghdr *msgs, unsigned int want)
+{
+	ssize_t len;
+
+	if (want > 1)
+		return nc_recvmmsg(fd, msgs, want, MSG_DONTWAIT);
+	len = nc_recvmsg(fd, &msgs[0].msg_hdr, MSG_DONTWAIT);
+	if (len < 0)
+		return -1;
+	msgs[0].msg_len = (unsigned int)len;
+	return 1;
+}
+
+/*
+ * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
+ * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
+ * kernel's try at a second datagram (docs/PERFORMANCE.md). So that datagram ends the receive,
+ * unless more of its message follows (roce_datagram_continues): then the rest is asked for at
+ * once, since a receive that ends amid a message leaves its last packets (and the ACK riding
+ * behind a train) for the next poll.
+ * A socket that had datagrams at its last receive (a stream) is received in batches of
+ * RX_BATCH until empty.
+ */
+unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
+{
+	struct udp_slot *s = &p->udp[slot];
+	struct direct_rx *d = p->direct;
+	unsigned int total = 0, want = s->drained ? 1 : RX_BATCH;
+
+	for (;;) {
+		int n = receive_some(s->sock.fd, d->msgs, want);
+		bool more = false;
+
+		s->drained = n <= 0;
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
+					  s->sock.port, strerror(errno));
+			return total;
+		}
+		for (int i = 0; i < n; i++) {
+			struct msghdr *m = &d->msgs[i].msg_hdr;
+			struct roce_ipudp ip;
+			uint16_t seg = 0;
+
+			if (m->msg_flags & MSG_TRUNC) {
+				atomic_fetch_add(&p->rx_oversize, 1);
+				continue;
+			}
+			if (uroce_udp_rx_source(&ip, &s->sock, m->msg_name, m->msg_namelen))
+				continue;
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+				uroce_udp_rx_cmsg(&ip, c, &seg);
+			more = roce_datagram_continues(d->iov[i].iov_base, d->msgs[i].msg_len, seg);
+			progress_received(p, &ip, seg, d->iov[i].iov_base, d->msgs[i].msg_len, now);
+		}
+		rearm_msgs(d, (unsigned int)n);
+		total += (unsigned int)n;
+		if ((unsigned int)n < want || (want == 1 && !more))
+			return total;
+		want = RX_BATCH;
+	}
+}
+
+/*
+ * The direct receive of a polling thread: one socket per poll. Seven polls in eight try the
+ * socket that last brought datagrams (a ping-pong's next one comes there), the eighth the
+ * sockets in turn, so that a busy socket starves none. No epoll set holds the sockets
+ * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
+ * into it (docs/PERFORMANCE.md).
+ */
+unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now)
+{
+	unsigned int n = progress_udp_count(p), slot = p->rx_hint, got;
+
+	if (!n)
+		return 0;
+	if (!(p->rx_turn++ & 7) || slot >= n)
+		slot = p->rx_next++ % n;
+	got = progress_receive_slot(p, slot, now);
+	if (got)
+		p->rx_hint = slot;
+	return got;
+}
+
+struct direct_rx *progress_direct_new(void)
+{
+	struct direct_rx *d = calloc(1, sizeof(*d));
+
+	if (!d || !(d->bufs = malloc((size_t)RX_BATCH * RX_STRIDE))) {
+		free(d);
+		return NULL;
+	}
+	for (unsigned int i = 0; i < RX_BATCH; i++) {
+		d->iov[i].iov_base = d->bufs + (size_t)i * RX_STRIDE;
+		d->iov[i].iov_len = UROCE_UDP_RECV_MAX;
+	}
+	rearm_msgs(d, RX_BATCH);
+	return d;
+}
+
+void progress_direct_free(struct direct_rx *d)
+{
+	if (d)
+		free(d->bufs);
+	free(d);
+}
