@@ -5,7 +5,7 @@
  * received goes through the progress thread (or a thread polling in its stead, uroce_net_poll):
  * a datagram from a socket (or forwarded by the hub)
  * shorter than a BTH is dropped, the rendezvous says whose it is, and this process's are recorded
- * in the capture and handed to ops->recv.
+ * in the capture and handed to ops->recv. Sending is net_tx.c's; net_int.h is what they share.
  */
 #include "fabric/net.h"
 
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fabric/net_int.h"
 #include "cm/route.h"
 #include "cm/wire.h"
 #include "fabric/config.h"
@@ -32,40 +33,10 @@
 #include "transport/icrc.h"
 #include "transport/wire.h"
 
-enum { V4, V6, FAMILIES };
-
 /* How often the capture is flushed, so that a killed process leaves its frames behind. */
 #define PCAP_FLUSH_NS (100 * 1000000ull)
 
-struct uroce_net {
-	struct uroce_config cfg;
-	const struct uroce_net_ops *ops;
-	void *arg;
-	struct uroce_pcap *pcap;
-	struct uroce_timer pcap_flush;
-	struct uroce_udp udp[FAMILIES];     /* this process's own, on ephemeral ports */
-	struct uroce_udp hub_udp[FAMILIES]; /* as hub: the RoCEv2 port */
-	/*
-	 * CM MADs leave through sockets of their own, which take ICMP errors (udp.h): a REQ to a
-	 * host where no RoCE port is open fails at once (net.h ops->unreachable). The data path's
-	 * sockets do not, so that its sends and receives never meet those errors.
-	 */
-	struct mad_sock {
-		struct uroce_net *net;
-		struct uroce_udp udp;
-	} mad[FAMILIES];
-	struct uroce_qpn qpn;
-	struct uroce_faults *faults;     /* UROCE_FAULTS, or NULL */
-	struct uroce_progress *progress; /* set by init, on the progress thread */
-	struct uroce_rdv *rdv;           /* likewise */
-	struct uroce_mcast *mcast;       /* likewise */
-	_Atomic uint64_t rx_packets, tx_packets, tx_errors, rx_short, rx_unknown_qpn;
-	atomic_bool no_gso;    /* a GSO send failed with EIO/EINVAL: send one by one */
-	atomic_bool ip_fields; /* udp[] report traffic class and hop limit (want_ip_fields) */
-	atomic_uint gsi_psn;   /* QP 1's next send PSN */
-};
-
-static uint64_t wall_clock(void)
+uint64_t net_wall_clock(void)
 {
 	struct timespec ts;
 
@@ -110,7 +81,7 @@ static void deliver_now(struct uroce_net *net, struct uroce_rx *rx)
 	/* First, so that the capture shows the IPv4 ID the frame had on the wire. */
 	rx->icrc = roce_icrc_verify(&rx->ip, rx->roce, rx->len);
 	if (net->pcap)
-		uroce_pcap_write(net->pcap, &rx->ip, rx->roce, rx->len, wall_clock());
+		uroce_pcap_write(net->pcap, &rx->ip, rx->roce, rx->len, net_wall_clock());
 	atomic_fetch_add(&net->rx_packets, 1);
 	net->ops->recv(net->arg, rx);
 }
@@ -132,72 +103,6 @@ static void deliver(struct uroce_net *net, struct uroce_rx *rx)
 		deliver_now(net, rx);
 }
 
-/* Count and record a sent datagram. */
-static void sent(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce, size_t len)
-{
-	if (net->pcap)
-		uroce_pcap_write(net->pcap, g, roce, len, wall_clock());
-	atomic_fetch_add(&net->tx_packets, 1);
-}
-
-/*
- * A CM message to QP 1 at this host's own address that names the receiver's communication ID
- * (every one after the REQ): the own port of the process whose tag the ID carries, or 0. It
- * would reach that process through the hub anyway (fabric/rdv_cm.c), a hop and a wake-up
- * later; REQ and SIDR_REQ still go to the hub, which knows the listeners.
- */
-static uint16_t mad_direct_port(struct uroce_net *net, const uint8_t *roce, size_t len, bool v6)
-{
-	const uint8_t *mad = cm_gsi_mad(roce, len);
-	struct cm_route route;
-
-	if (!mad)
-		return 0;
-	route = cm_route_of(mad, CM_MAD_LEN);
-	return route.kind == CM_ROUTE_COMM_ID
-		       ? uroce_rdv_block_port(net->rdv, cm_comm_tag(route.comm_id), v6)
-		       : 0;
-}
-
-/*
- * The UDP port a datagram to @g leaves for: the RoCE port, or, for a QP of a process of this
- * host reached from the very address it is sent from, that process's own socket, past the hub
- * (rdv.h). The ICRC and the capture keep the RoCE port: it is what a wire would carry, and the
- * receiver puts it back (on_datagram).
- */
-static uint16_t dest_port(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce,
-			  size_t len)
-{
-	/* DestQP: BTH bytes 5..7 (PROTOCOL.md §1.5). */
-	uint32_t qpn = (uint32_t)roce[5] << 16 | (uint32_t)roce[6] << 8 | roce[7];
-	bool v6 = !roce_gid_is_v4(g->dgid);
-	uint16_t port = 0;
-
-	if (!memcmp(g->sgid, g->dgid, 16))
-		port = qpn == ROCE_GSI_QPN ? mad_direct_port(net, roce, len, v6)
-					   : uroce_rdv_direct_port(net->rdv, qpn, v6);
-	return port ? port : g->dport;
-}
-
-static int transmit(struct uroce_net *net, const struct uroce_udp *s, const struct roce_ipudp *g,
-		    const uint8_t *roce, size_t len)
-{
-	struct roce_ipudp w = *g;
-	int err;
-
-	w.dport = dest_port(net, g, roce, len);
-	if (net->pcap)
-		uroce_pcap_hold(net->pcap); /* recorded before any answer to it (pcap.h) */
-	err = uroce_udp_send(s, &w, roce, len);
-	if (err)
-		atomic_fetch_add(&net->tx_errors, 1);
-	else
-		sent(net, g, roce, len);
-	if (net->pcap)
-		uroce_pcap_release(net->pcap);
-	return err;
-}
-
 /* The packets of one datagram have reached ops->recv (net.h: recv_end). */
 static void recv_end(void *arg)
 {
@@ -213,7 +118,7 @@ static void emit_held(void *arg, bool tx, const struct roce_ipudp *ip, uint8_t *
 	struct uroce_net *net = arg;
 
 	if (tx) {
-		transmit(net, &net->udp[roce_gid_is_v4(ip->sgid) ? V4 : V6], ip, roce, len);
+		net_transmit(net, &net->udp[roce_gid_is_v4(ip->sgid) ? V4 : V6], ip, roce, len);
 	} else {
 		struct uroce_rx rx = {.ip = *ip, .roce = roce, .len = len, .now = uroce_now()};
 
@@ -321,7 +226,7 @@ static const struct uroce_rdv_ops rdv_ops = {
 };
 
 /*
- * A copy of a multicast datagram this process sent (mcast.h), in a callback: to its own members
+ * A copy of a multicast datagram this process net_sent (mcast.h), in a callback: to its own members
  * (its send is captured already), then to the host's other processes.
  */
 static void mcast_deliver(void *arg, const struct uroce_rx *rx)
@@ -336,7 +241,7 @@ static void mcast_deliver(void *arg, const struct uroce_rx *rx)
 		net->ops->batch_end(net->arg);
 }
 
-/* ICMP errors for CM MADs this process sent (progress thread). */
+/* ICMP errors for CM MADs this process net_sent (progress thread). */
 static void on_icmp(void *arg)
 {
 	struct mad_sock *m = arg;
@@ -542,204 +447,6 @@ void uroce_net_free_qpn(struct uroce_net *net, uint32_t qpn)
 	uroce_qpn_free(&net->qpn, qpn);
 }
 
-/* The socket for @f, or an error for @f and @len (net.h). */
-static int check_send(struct uroce_net *net, const struct roce_ipudp *f, size_t len,
-		      const struct uroce_udp **s)
-{
-	bool v4 = roce_gid_is_v4(f->sgid);
-
-	*s = &net->udp[v4 ? V4 : V6];
-	if (v4 != roce_gid_is_v4(f->dgid) || (*s)->fd < 0)
-		return EAFNOSUPPORT;
-	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN)
-		return EINVAL;
-	if (len > ROCE_IP_LEN_MAX - roce_ipudp_hdr_len(f))
-		return EMSGSIZE;
-	return 0;
-}
-
-/* @f as it leaves this process's socket @s, with IPv4 ID @id (PROTOCOL.md §2.1). */
-static struct roce_ipudp on_wire(struct uroce_net *net, const struct uroce_udp *s,
-				 const struct roce_ipudp *f, uint16_t id)
-{
-	struct roce_ipudp g = *f;
-	bool v4 = roce_gid_is_v4(f->sgid);
-
-	g.sport = s->port;
-	g.dport = net->cfg.udp_port;
-	g.ip_id = v4 ? id : 0;
-	g.ip_frag = v4 ? ROCE_IPV4_DF : 0;
-	g.udp_csum = 0;
-	return g;
-}
-
-/* 127.0.0.0/8 or ::1. */
-static bool is_loopback(const uint8_t gid[16])
-{
-	static const uint8_t v6[16] = {[15] = 1};
-
-	return roce_gid_is_v4(gid) ? gid[12] == 127 : !memcmp(gid, v6, 16);
-}
-
-/* An error a send may return once for an earlier datagram's ICMP error (udp.h). */
-static bool icmp_error(int err)
-{
-	return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH ||
-	       err == EHOSTDOWN || err == ENETDOWN;
-}
-
-/* uroce_net_send through @s, or the socket check_send picks (@s NULL). */
-static int send_via(struct uroce_net *net, const struct uroce_udp *s, const struct roce_ipudp *f,
-		    uint8_t *roce, size_t len)
-{
-	const struct uroce_udp *data;
-	struct roce_ipudp g;
-	int err = check_send(net, f, len, &data);
-	unsigned int n = 1;
-
-	if (err) {
-		atomic_fetch_add(&net->tx_errors, 1);
-		return err;
-	}
-	if (!s)
-		s = data;
-	/* PROTOCOL.md §2.1: the ICRC covers the IPv4 ID; the kernel sends 0 with DF. */
-	g = on_wire(net, s, f, 0);
-	roce_icrc_fill(&g, roce, len);
-	if (roce_gid_is_multicast(g.dgid)) {
-		/* This host's members get a copy (mcast.h); over loopback no other host listens. */
-		uroce_mcast_sent(net->mcast, &g, roce, len);
-		if (is_loopback(g.sgid)) {
-			sent(net, &g, roce, len);
-			return 0;
-		}
-	}
-	/* Lost or held back by a fault: gone for now, as on a wire; the sender cannot tell. */
-	if (uroce_faults_on(net->faults, true))
-		n = uroce_faults_apply(net->faults, true, &g, roce, len);
-	for (unsigned int i = 0; i < n && !err; i++)
-		err = transmit(net, s, &g, roce, len);
-	return err;
-}
-
-int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *roce, size_t len)
-{
-	return send_via(net, NULL, f, roce, len);
-}
-
-/*
- * How many of the datagrams lens[0..n) at @buf one GSO send takes: equal lengths (the last may
- * be shorter), one destination port (dest_port: UD sends of a train may go to several QPs),
- * which goes to *@dport.
- */
-static unsigned int gso_run(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *buf,
-			    const uint16_t *lens, unsigned int n, size_t *bytes, uint16_t *dport)
-{
-	uint16_t port = dest_port(net, g, buf, lens[0]);
-	unsigned int k = 1;
-
-	*dport = port;
-	*bytes = lens[0];
-	while (k < n && k < UROCE_UDP_GSO_SEGS && lens[k] <= lens[0] &&
-	       *bytes + lens[k] <= UROCE_UDP_GSO_MAX &&
-	       dest_port(net, g, buf + *bytes, lens[k]) == port) {
-		*bytes += lens[k];
-		if (lens[k++] < lens[0])
-			break; /* a shorter one ends the run */
-	}
-	return k;
-}
-
-/* Send @n datagrams one by one, each with ID 0 (a path without UDP GSO). */
-static int send_each(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
-		     const uint16_t *lens, unsigned int n)
-{
-	int err = 0;
-
-	for (unsigned int j = 0; j < n; buf += lens[j], j++) {
-		int e = uroce_net_send(net, f, buf, lens[j]);
-
-		if (!err)
-			err = e;
-	}
-	return err;
-}
-
-/*
- * Send the run of @k datagrams lens[0..k) at @buf (@bytes in all) as one UDP GSO send through
- * @s to UDP port @dport, @g0 being the first one's headers; each is recorded before any answer to
- * it (pcap.h). Returns 0 or the send's errno (EIO or EINVAL: this path cannot do GSO; nothing was
- * sent).
- */
-static int send_gso_run(struct uroce_net *net, const struct uroce_udp *s,
-			const struct roce_ipudp *g0, uint8_t *buf, const uint16_t *lens,
-			unsigned int k, size_t bytes, uint16_t dport)
-{
-	struct roce_ipudp w = *g0, g = *g0;
-	bool v4 = roce_gid_is_v4(g0->sgid);
-	uint8_t *p = buf;
-	int e;
-
-	/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
-	for (unsigned int j = 0; j < k; p += lens[j], j++) {
-		g.ip_id = v4 ? (uint16_t)j : 0;
-		roce_icrc_fill(&g, p, lens[j]);
-	}
-	w.dport = dport;
-	if (net->pcap)
-		uroce_pcap_hold(net->pcap);
-	e = uroce_udp_send_gso(s, &w, buf, bytes, lens[0]);
-	if (!e)
-		atomic_fetch_add(&net->tx_packets, k);
-	if (net->pcap) {
-		p = buf;
-		for (unsigned int j = 0; !e && j < k; p += lens[j], j++) {
-			g.ip_id = v4 ? (uint16_t)j : 0;
-			uroce_pcap_write(net->pcap, &g, p, lens[j], wall_clock());
-		}
-		uroce_pcap_release(net->pcap);
-	}
-	return e;
-}
-
-int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
-			 const uint16_t *lens, unsigned int n)
-{
-	int err = 0;
-
-	for (unsigned int i = 0; i < n;) {
-		const struct uroce_udp *s;
-		int e = check_send(net, f, lens[i], &s);
-		struct roce_ipudp g0 = e ? *f : on_wire(net, s, f, 0);
-		size_t bytes;
-		uint16_t dport;
-		unsigned int k = gso_run(net, &g0, buf, lens + i, n - i, &bytes, &dport);
-
-		/* Faults act on single packets, and multicast copies are made per packet: with
-		 * them, trains go one by one. */
-		if (!e && k > 1 && !atomic_load(&net->no_gso) &&
-		    !uroce_faults_on(net->faults, true) && !roce_gid_is_multicast(f->dgid)) {
-			e = send_gso_run(net, s, &g0, buf, lens + i, k, bytes, dport);
-			if (e == EIO || e == EINVAL) {
-				/* No UDP GSO on this path: from now on one by one. */
-				atomic_store(&net->no_gso, true);
-				e = send_each(net, f, buf, lens + i, k);
-			} else if (e) {
-				atomic_fetch_add(&net->tx_errors, k);
-			}
-		} else if (!e) {
-			e = send_each(net, f, buf, lens + i, k);
-		} else {
-			atomic_fetch_add(&net->tx_errors, k);
-		}
-		if (!err)
-			err = e;
-		buf += bytes;
-		i += k;
-	}
-	return err;
-}
-
 void uroce_net_want_ip_fields(struct uroce_net *net)
 {
 	int err;
@@ -852,9 +559,9 @@ int uroce_net_send_mad(struct uroce_net *net, const uint8_t sgid[16], const uint
 	memcpy(f.dgid, dgid, 16);
 	if (s->fd < 0)
 		s = NULL; /* no MAD socket: a data socket's */
-	err = send_via(net, s, &f, buf, len);
+	err = net_send_via(net, s, &f, buf, len);
 	/* The socket's pending ICMP error (another MAD's, queued for on_icmp) failed this one. */
-	return s && icmp_error(err) ? send_via(net, s, &f, buf, len) : err;
+	return s && net_icmp_error(err) ? net_send_via(net, s, &f, buf, len) : err;
 }
 
 int uroce_net_service(struct uroce_net *net, enum uroce_service_op op, struct uroce_service *s)
