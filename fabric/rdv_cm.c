@@ -2,6 +2,10 @@
 /*
  * The host's CM directory (rdv.h): rdma_cm bindings reserved across the host's processes, CM
  * MADs routed to the process they are for, and the host's answers for MADs nobody takes.
+ *
+ * This file holds the bindings (the hub's directory and each process's own list) and the
+ * routing of CM MADs; rdv_cm_req.c a process's requests to the hub, rdv_cm_conn.c the
+ * established connections the host answers for when their process dies.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,35 +22,6 @@
 /* Where ports asked for as 0 come from: Linux's default ip_local_port_range. */
 #define EPHEMERAL_FIRST 32768u
 #define EPHEMERAL_LAST  60999u
-
-/*
- * An application thread's request while it is in r->svc_wanted or svc_sent: on the stack of a
- * thread waiting for it, or (detached, uroce_rdv_service_async) on the heap, where its answer
- * goes to @fn and frees it.
- */
-struct rdv_svc_req {
-	enum uroce_service_op op;
-	struct uroce_service svc;
-	uint32_t seq;
-	int err;
-	bool done;
-	bool detached;
-	uroce_service_done_fn fn; /* detached: told the answer (may be NULL) */
-	void *arg;
-	struct rdv_svc_req *next;
-};
-
-/* A CONN note of an application thread, waiting for the progress thread to send it. */
-struct rdv_note {
-	struct rdv_conn_msg msg;
-	struct rdv_note *next;
-};
-
-/* A set of established CM connections: a process's at the hub, or the process's own. */
-struct rdv_cm_conns {
-	uint32_t n, cap;
-	struct uroce_cm_conn c[];
-};
 
 static const uint8_t any4[16] = {[10] = 0xff, 0xff}, any6[16];
 
@@ -69,7 +44,7 @@ static bool same(const struct uroce_service *a, const struct uroce_service *b)
 }
 
 /* Append to a binding list. 0 or ENOMEM. */
-static int add(struct rdv_svc **list, uint32_t *n, uint32_t *cap, const struct rdv_svc *e)
+int rdv_cm_add(struct rdv_svc **list, uint32_t *n, uint32_t *cap, const struct rdv_svc *e)
 {
 	if (*n == *cap) {
 		uint32_t ncap = *cap ? *cap * 2 : 16;
@@ -94,7 +69,7 @@ static struct rdv_svc *find(struct rdv_svc *list, uint32_t n, const struct conn 
 	return NULL;
 }
 
-static void remove_at(struct rdv_svc *list, uint32_t *n, struct rdv_svc *e)
+void rdv_cm_remove_at(struct rdv_svc *list, uint32_t *n, struct rdv_svc *e)
 {
 	*e = list[--*n];
 }
@@ -150,7 +125,7 @@ static bool pick_port(struct uroce_rdv *r, struct uroce_service *s)
 }
 
 /* Hub: @op on @s for @owner (NULL: the hub itself). 0 or an errno; BIND fills a port 0. */
-static int dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service_op op,
+int rdv_cm_dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service_op op,
 		     struct uroce_service *s)
 {
 	struct rdv_svc *e;
@@ -161,8 +136,8 @@ static int dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service
 		/* A picked port is free already; a given one is checked. */
 		err = !s->port ? (pick_port(r, s) ? 0 : EADDRINUSE) : taken(r, s, NULL, true);
 		return err ? err
-			   : add(&r->dir, &r->ndir, &r->dir_cap,
-				 &(struct rdv_svc){.owner = owner, .svc = *s});
+			   : rdv_cm_add(&r->dir, &r->ndir, &r->dir_cap,
+					&(struct rdv_svc){.owner = owner, .svc = *s});
 	case UROCE_SERVICE_LISTEN:
 		e = find(r->dir, r->ndir, owner, s);
 		if (!e)
@@ -177,24 +152,24 @@ static int dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service
 	case UROCE_SERVICE_UNBIND:
 		e = find(r->dir, r->ndir, owner, s);
 		if (e)
-			remove_at(r->dir, &r->ndir, e);
+			rdv_cm_remove_at(r->dir, &r->ndir, e);
 		return 0;
 	}
 	return EINVAL;
 }
 
 /* This process's own list after @op on @s succeeded. */
-static void held_apply(struct uroce_rdv *r, enum uroce_service_op op, const struct uroce_service *s)
+void rdv_cm_held_apply(struct uroce_rdv *r, enum uroce_service_op op, const struct uroce_service *s)
 {
 	struct rdv_svc *e = find(r->held, r->nheld, NULL, s);
 
 	if (op == UROCE_SERVICE_BIND && !e &&
-	    add(&r->held, &r->nheld, &r->held_cap, &(struct rdv_svc){.svc = *s}))
+	    rdv_cm_add(&r->held, &r->nheld, &r->held_cap, &(struct rdv_svc){.svc = *s}))
 		uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory keeping a binding");
 	else if (op == UROCE_SERVICE_LISTEN && e)
 		e->listening = true;
 	else if (op == UROCE_SERVICE_UNBIND && e)
-		remove_at(r->held, &r->nheld, e);
+		rdv_cm_remove_at(r->held, &r->nheld, e);
 }
 
 /*
@@ -341,7 +316,7 @@ static struct uroce_service svc_of(const struct rdv_service_msg *m)
 	return s;
 }
 
-static struct rdv_service_msg msg_of(uint32_t seq, enum uroce_service_op op,
+struct rdv_service_msg rdv_cm_msg_of(uint32_t seq, enum uroce_service_op op,
 				     const struct uroce_service *s)
 {
 	struct rdv_service_msg m = {.hdr = rdv_header(RDV_SERVICE),
@@ -369,303 +344,21 @@ void rdv_cm_hub_service(struct uroce_rdv *r, struct conn *c, size_t n)
 	s = svc_of(m);
 	if (!m->seq) {
 		/* A claim after a takeover: its own already, or taken meanwhile (logged). */
-		err = find(r->dir, r->ndir, c, &s) ? 0 : dir_apply(r, c, UROCE_SERVICE_BIND, &s);
+		err = find(r->dir, r->ndir, c, &s) ? 0
+						   : rdv_cm_dir_apply(r, c, UROCE_SERVICE_BIND, &s);
 		if (!err && m->listening)
-			err = dir_apply(r, c, UROCE_SERVICE_LISTEN, &s);
+			err = rdv_cm_dir_apply(r, c, UROCE_SERVICE_LISTEN, &s);
 		if (err)
 			uroce_log(UROCE_LOG_ERROR,
 				  "CM directory: process %d claims port %u of port space %#x: %s",
 				  (int)c->pid, s.port, s.ps, strerror(err));
 		return;
 	}
-	err = dir_apply(r, c, (enum uroce_service_op)m->op, &s);
-	done = msg_of(m->seq, (enum uroce_service_op)m->op, &s);
+	err = rdv_cm_dir_apply(r, c, (enum uroce_service_op)m->op, &s);
+	done = rdv_cm_msg_of(m->seq, (enum uroce_service_op)m->op, &s);
 	done.hdr = rdv_header(RDV_SERVICE_DONE);
 	done.err = err;
 	rdv_conn_send(c, &done, sizeof(done));
-}
-
-/* Add (@up) or remove @cc in *@set. 0 or ENOMEM. */
-static int conns_apply(struct rdv_cm_conns **set, bool up, const struct uroce_cm_conn *cc)
-{
-	struct rdv_cm_conns *s = *set;
-
-	for (uint32_t i = 0; s && i < s->n; i++) {
-		if (s->c[i].local_id == cc->local_id) {
-			if (up)
-				s->c[i] = *cc;
-			else
-				s->c[i] = s->c[--s->n];
-			return 0;
-		}
-	}
-	if (!up)
-		return 0;
-	if (!s || s->n == s->cap) {
-		uint32_t cap = s ? s->cap * 2 : 16;
-		struct rdv_cm_conns *grown = realloc(s, sizeof(*s) + cap * sizeof(s->c[0]));
-
-		if (!grown)
-			return ENOMEM;
-		if (!s)
-			grown->n = 0;
-		grown->cap = cap;
-		*set = s = grown;
-	}
-	s->c[s->n++] = *cc;
-	return 0;
-}
-
-static struct uroce_cm_conn conn_of(const struct rdv_conn_msg *m)
-{
-	struct uroce_cm_conn cc = {.local_id = m->local_id,
-				   .remote_id = m->remote_id,
-				   .remote_qpn = m->remote_qpn,
-				   .tos = m->tos};
-
-	memcpy(cc.sgid, m->sgid, 16);
-	memcpy(cc.dgid, m->dgid, 16);
-	return cc;
-}
-
-static struct rdv_conn_msg conn_msg(bool up, const struct uroce_cm_conn *cc)
-{
-	struct rdv_conn_msg m = {.hdr = rdv_header(RDV_CONN),
-				 .up = up,
-				 .local_id = cc->local_id,
-				 .remote_id = cc->remote_id,
-				 .remote_qpn = cc->remote_qpn,
-				 .tos = cc->tos};
-
-	memcpy(m.sgid, cc->sgid, 16);
-	memcpy(m.dgid, cc->dgid, 16);
-	return m;
-}
-
-/* Apply the RDV_CONN of @n bytes in r->buf to *@set: false if it is too short. */
-static bool apply_conn_msg(struct uroce_rdv *r, size_t n, struct rdv_cm_conns **set)
-{
-	const struct rdv_conn_msg *m = (const struct rdv_conn_msg *)r->buf;
-	struct uroce_cm_conn cc;
-
-	if (n < sizeof(*m))
-		return false;
-	cc = conn_of(m);
-	if (conns_apply(set, m->up, &cc))
-		uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory keeping a connection");
-	return true;
-}
-
-void rdv_cm_hub_conn(struct uroce_rdv *r, struct conn *c, size_t n)
-{
-	if (!apply_conn_msg(r, n, &c->cm))
-		rdv_protocol_error(c, "a short CONN");
-}
-
-/* The kernel disconnects a killed process's connections: so does the host for it. */
-static void disconnect_all(struct uroce_rdv *r, const struct rdv_cm_conns *set)
-{
-	for (uint32_t i = 0; set && i < set->n; i++) {
-		const struct uroce_cm_conn *cc = &set->c[i];
-		uint8_t dreq[CM_MAD_LEN];
-
-		cm_dreq_for_dead(cc->local_id, cc->remote_id, cc->remote_qpn, dreq);
-		r->ops->send_mad(r->arg, cc->sgid, cc->dgid, cc->tos, dreq);
-	}
-}
-
-void rdv_cm_hub_joined(struct uroce_rdv *r, struct conn *c)
-{
-	for (uint32_t i = 0; r->my_conns && i < r->my_conns->n; i++) {
-		struct rdv_conn_msg m = conn_msg(true, &r->my_conns->c[i]);
-
-		rdv_conn_send(c, &m, sizeof(m));
-	}
-}
-
-void rdv_cm_process_conn(struct uroce_rdv *r, size_t n)
-{
-	if (!apply_conn_msg(r, n, &r->hub_conns))
-		uroce_log(UROCE_LOG_ERROR, "rendezvous: ignoring a short CONN from the hub");
-}
-
-void rdv_cm_old_hub_gone(struct uroce_rdv *r, bool took_over)
-{
-	if (took_over && r->hub_conns && r->hub_conns->n) {
-		disconnect_all(r, r->hub_conns);
-		uroce_log(UROCE_LOG_INFO,
-			  "CM directory: disconnected %u connections of the hub that has gone",
-			  r->hub_conns->n);
-	}
-	free(r->hub_conns);
-	r->hub_conns = NULL;
-}
-
-void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c)
-{
-	disconnect_all(r, c->cm);
-	if (c->cm && c->cm->n)
-		uroce_log(UROCE_LOG_INFO, "CM directory: disconnected %u connections of process %d",
-			  c->cm->n, (int)c->pid);
-	free(c->cm);
-	c->cm = NULL;
-	for (uint32_t i = 0; i < r->ndir;)
-		if (r->dir[i].owner == c)
-			remove_at(r->dir, &r->ndir, &r->dir[i]);
-		else
-			i++;
-}
-
-/*
- * Answer @q with @err (and its port). Locked. A detached request goes to r->svc_finished, whose
- * callbacks run_finished() calls once the lock is released (a callback may make requests).
- */
-static void complete(struct uroce_rdv *r, struct rdv_svc_req *q, int err, uint16_t port)
-{
-	if (!err) {
-		q->svc.port = port;
-		held_apply(r, q->op, &q->svc);
-	}
-	q->err = err;
-	q->done = true;
-	if (q->detached) {
-		q->next = r->svc_finished;
-		r->svc_finished = q;
-		return;
-	}
-	pthread_cond_broadcast(&r->cond);
-}
-
-/* The callbacks of the detached requests answered so far, then their memory. Unlocked. */
-static void run_finished(struct uroce_rdv *r)
-{
-	struct rdv_svc_req *q;
-
-	pthread_mutex_lock(&r->lock);
-	q = r->svc_finished;
-	r->svc_finished = NULL;
-	pthread_mutex_unlock(&r->lock);
-	while (q) {
-		struct rdv_svc_req *next = q->next;
-
-		if (q->fn)
-			q->fn(q->arg, q->err, &q->svc);
-		free(q);
-		q = next;
-	}
-}
-
-void rdv_cm_done(struct uroce_rdv *r, size_t n)
-{
-	const struct rdv_service_msg *m = (const struct rdv_service_msg *)r->buf;
-
-	if (n < sizeof(*m)) {
-		uroce_log(UROCE_LOG_ERROR, "rendezvous: ignoring a short SERVICE_DONE");
-		return;
-	}
-	pthread_mutex_lock(&r->lock);
-	for (struct rdv_svc_req **pp = &r->svc_sent; *pp; pp = &(*pp)->next) {
-		struct rdv_svc_req *q = *pp;
-
-		if (q->seq == m->seq) {
-			*pp = q->next;
-			complete(r, q, m->err, m->port);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&r->lock);
-	run_finished(r);
-}
-
-void rdv_cm_serve(struct uroce_rdv *r)
-{
-	pthread_mutex_lock(&r->lock);
-	while (r->notes) {
-		struct rdv_note *note = r->notes;
-		struct uroce_cm_conn cc = conn_of(&note->msg);
-
-		r->notes = note->next;
-		/* Kept for a new hub; the hub's own are told to the others (rdv_cm_hub_joined). */
-		if (conns_apply(&r->my_conns, note->msg.up, &cc))
-			uroce_log(UROCE_LOG_ERROR, "CM directory: out of memory");
-		if (r->hub)
-			rdv_broadcast(r, NULL, &note->msg, sizeof(note->msg));
-		else
-			rdv_up_send(r, &note->msg, sizeof(note->msg));
-		free(note);
-	}
-	r->notes_tail = &r->notes;
-	while (r->svc_wanted) {
-		struct rdv_svc_req *q = r->svc_wanted;
-		struct rdv_service_msg m;
-
-		r->svc_wanted = q->next;
-		if (r->hub) {
-			struct uroce_service s = q->svc;
-			int err = dir_apply(r, NULL, q->op, &s);
-
-			complete(r, q, err, s.port);
-			continue;
-		}
-		q->next = r->svc_sent;
-		r->svc_sent = q;
-		m = msg_of(q->seq, q->op, &q->svc);
-		rdv_up_send(r, &m, sizeof(m));
-	}
-	pthread_mutex_unlock(&r->lock);
-	run_finished(r);
-}
-
-void rdv_cm_fail(struct uroce_rdv *r, int err)
-{
-	pthread_mutex_lock(&r->lock);
-	while (r->svc_wanted || r->svc_sent) {
-		struct rdv_svc_req **head = r->svc_wanted ? &r->svc_wanted : &r->svc_sent;
-		struct rdv_svc_req *q = *head;
-
-		*head = q->next;
-		complete(r, q, err, 0);
-	}
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-	run_finished(r);
-}
-
-void rdv_cm_requeue(struct uroce_rdv *r)
-{
-	pthread_mutex_lock(&r->lock);
-	while (r->svc_sent) {
-		struct rdv_svc_req *q = r->svc_sent;
-
-		r->svc_sent = q->next;
-		q->next = r->svc_wanted;
-		r->svc_wanted = q;
-	}
-	pthread_mutex_unlock(&r->lock);
-}
-
-int rdv_cm_became_hub(struct uroce_rdv *r)
-{
-	r->ndir = 0;
-	for (uint32_t i = 0; i < r->nheld; i++)
-		if (add(&r->dir, &r->ndir, &r->dir_cap, &r->held[i]))
-			return ENOMEM;
-	return 0;
-}
-
-void rdv_cm_claim_held(struct uroce_rdv *r)
-{
-	for (uint32_t i = 0; r->my_conns && i < r->my_conns->n; i++) {
-		struct rdv_conn_msg m = conn_msg(true, &r->my_conns->c[i]);
-
-		rdv_up_send(r, &m, sizeof(m));
-	}
-	for (uint32_t i = 0; i < r->nheld; i++) {
-		struct rdv_service_msg m = msg_of(0, UROCE_SERVICE_BIND, &r->held[i].svc);
-
-		m.listening = r->held[i].listening;
-		rdv_up_send(r, &m, sizeof(m));
-	}
 }
 
 void rdv_cm_own_block(struct uroce_rdv *r, uint32_t block)
@@ -673,17 +366,6 @@ void rdv_cm_own_block(struct uroce_rdv *r, uint32_t block)
 	if (!atomic_load(&r->tagged)) {
 		atomic_store(&r->tag, block);
 		atomic_store(&r->tagged, true);
-	}
-}
-
-static void free_detached(struct rdv_svc_req *q)
-{
-	while (q) {
-		struct rdv_svc_req *next = q->next;
-
-		if (q->detached)
-			free(q);
-		q = next;
 	}
 }
 
@@ -701,113 +383,11 @@ void rdv_cm_free(struct uroce_rdv *r)
 		free(note);
 	}
 	/* Detached requests never answered: the process is ending or its engine stopping. */
-	free_detached(r->svc_wanted);
-	free_detached(r->svc_sent);
-}
-
-void uroce_rdv_cm_conn(struct uroce_rdv *r, bool up, const struct uroce_cm_conn *c)
-{
-	struct rdv_note *note = malloc(sizeof(*note));
-	uint64_t one = 1;
-	bool first;
-
-	if (!note)
-		return; /* the DREQ on its behalf is lost, as net.h says */
-	note->msg = conn_msg(up, c);
-	note->next = NULL;
-	pthread_mutex_lock(&r->lock);
-	first = !r->notes;
-	*r->notes_tail = note;
-	r->notes_tail = &note->next;
-	pthread_mutex_unlock(&r->lock);
-	/* The progress thread takes every note queued by then: one wake-up per burst. */
-	if (first)
-		(void)!nc_write(r->evfd, &one, sizeof(one));
+	rdv_cm_free_detached(r->svc_wanted);
+	rdv_cm_free_detached(r->svc_sent);
 }
 
 uint32_t uroce_rdv_comm_tag(const struct uroce_rdv *r)
 {
 	return atomic_load(&r->tag);
-}
-
-static void unlink_req(struct rdv_svc_req **head, struct rdv_svc_req *q)
-{
-	for (struct rdv_svc_req **pp = head; *pp; pp = &(*pp)->next) {
-		if (*pp == q) {
-			*pp = q->next;
-			return;
-		}
-	}
-}
-
-/* Queue @q (its number given here) to be sent, or served by the hub. Locked. */
-static void enqueue(struct uroce_rdv *r, struct rdv_svc_req *q)
-{
-	struct rdv_svc_req **pp;
-	uint64_t one = 1;
-
-	q->seq = ++r->svc_seq ? r->svc_seq : ++r->svc_seq;
-	/* At the tail: requests are served in the order they were made. */
-	for (pp = &r->svc_wanted; *pp; pp = &(*pp)->next)
-		;
-	*pp = q;
-	(void)!nc_write(r->evfd, &one, sizeof(one));
-}
-
-int uroce_rdv_service_async(struct uroce_rdv *r, enum uroce_service_op op,
-			    const struct uroce_service *s, uroce_service_done_fn fn, void *arg)
-{
-	struct rdv_svc_req *q = calloc(1, sizeof(*q));
-	int err;
-
-	if (!q)
-		return ENOMEM;
-	*q = (struct rdv_svc_req){.op = op, .svc = *s, .detached = true, .fn = fn, .arg = arg};
-	pthread_mutex_lock(&r->lock);
-	err = r->fatal;
-	if (!err)
-		enqueue(r, q);
-	pthread_mutex_unlock(&r->lock);
-	if (err)
-		free(q);
-	return err;
-}
-
-int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroce_service *s)
-{
-	struct rdv_svc_req q = {.op = op, .svc = *s};
-	struct timespec deadline;
-	int err = 0;
-
-	if (uroce_progress_on_thread(r->progress)) {
-		if (!r->hub)
-			return EAGAIN;
-		err = dir_apply(r, NULL, op, s);
-		if (!err)
-			held_apply(r, op, s);
-		rdv_cm_retry_held(r, false);
-		return err;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += REQUEST_TIMEOUT_S;
-	pthread_mutex_lock(&r->lock);
-	if (r->fatal) {
-		err = r->fatal;
-		goto out;
-	}
-	enqueue(r, &q);
-	while (!q.done && !r->fatal && !err)
-		err = pthread_cond_timedwait(&r->cond, &r->lock, &deadline);
-	if (q.done) {
-		err = q.err;
-		*s = q.svc;
-		goto out;
-	}
-	/* Not answered: out of whichever list holds it, before this frame goes. */
-	unlink_req(&r->svc_wanted, &q);
-	unlink_req(&r->svc_sent, &q);
-	err = r->fatal ? r->fatal : ETIMEDOUT;
-out:
-	pthread_mutex_unlock(&r->lock);
-	return err;
 }

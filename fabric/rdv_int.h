@@ -28,9 +28,34 @@ struct rdv_svc {
 	bool listening;
 };
 
-struct rdv_svc_req;
-struct rdv_note;
-struct rdv_cm_conns;
+/*
+ * An application thread's request while it is in r->svc_wanted or svc_sent: on the stack of a
+ * thread waiting for it, or (detached, uroce_rdv_service_async) on the heap, where its answer
+ * goes to @fn and frees it.
+ */
+struct rdv_svc_req {
+	enum uroce_service_op op;
+	struct uroce_service svc;
+	uint32_t seq;
+	int err;
+	bool done;
+	bool detached;
+	uroce_service_done_fn fn; /* detached: told the answer (may be NULL) */
+	void *arg;
+	struct rdv_svc_req *next;
+};
+
+/* A CONN note of an application thread, waiting for the progress thread to send it. */
+struct rdv_note {
+	struct rdv_conn_msg msg;
+	struct rdv_note *next;
+};
+
+/* A set of established CM connections: a process's at the hub, or the process's own. */
+struct rdv_cm_conns {
+	uint32_t n, cap;
+	struct uroce_cm_conn c[];
+};
 
 /* A connection: on the hub, to another process; elsewhere, to the hub. */
 struct conn {
@@ -260,5 +285,36 @@ void rdv_process_frame(struct uroce_rdv *r, size_t n);
 
 /* Hub, the listening socket readable: accept the processes that connect (of this user only). */
 void rdv_on_accept(void *arg);
+
+/* Append to a binding list. 0 or ENOMEM. */
+int rdv_cm_add(struct rdv_svc **list, uint32_t *n, uint32_t *cap, const struct rdv_svc *e);
+
+/* Remove @e from a binding list of *@n (the last moves into its place). */
+void rdv_cm_remove_at(struct rdv_svc *list, uint32_t *n, struct rdv_svc *e);
+
+/* Hub: @op on @s for @owner (NULL: the hub itself). 0 or an errno; BIND fills a port 0. */
+int rdv_cm_dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service_op op,
+		     struct uroce_service *s);
+
+/* This process's own list after @op on @s succeeded. */
+void rdv_cm_held_apply(struct uroce_rdv *r, enum uroce_service_op op,
+		       const struct uroce_service *s);
+
+/* The RDV_SERVICE message of request @seq: @op on @s. */
+struct rdv_service_msg rdv_cm_msg_of(uint32_t seq, enum uroce_service_op op,
+				     const struct uroce_service *s);
+
+/* Add (@up) or remove @cc in *@set. 0 or ENOMEM. */
+int rdv_cm_conns_apply(struct rdv_cm_conns **set, bool up, const struct uroce_cm_conn *cc);
+
+/* The connection an RDV_CONN message names. */
+struct uroce_cm_conn rdv_cm_conn_of(const struct rdv_conn_msg *m);
+
+/* The RDV_CONN message for @cc established (@up) or gone. */
+struct rdv_conn_msg rdv_cm_conn_msg(bool up, const struct uroce_cm_conn *cc);
+
+/* Free the detached requests (uroce_rdv_service_async) of the list @q; the others are on the
+ * stacks of their threads. */
+void rdv_cm_free_detached(struct rdv_svc_req *q);
 
 #endif
