@@ -188,9 +188,9 @@ static void uroce_sysfs_device_paths(struct uroce_device *dev)
 {
 	struct ibv_device *ib = &dev->ibdev;
 
-	snprintf(ib->dev_name, sizeof(ib->dev_name), UVERBS_PREFIX "%u", dev->index);
-	snprintf(ib->dev_path, sizeof(ib->dev_path), UVERBS_CLASS "%s", ib->dev_name);
-	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), IBDEV_CLASS "%s", ib->name);
+	snprintf(ib->dev_name, sizeof(ib->dev_name), UROCE_UVERBS_PREFIX "%u", dev->index);
+	snprintf(ib->dev_path, sizeof(ib->dev_path), UROCE_UVERBS_CLASS "%s", ib->dev_name);
+	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), UROCE_IBDEV_CLASS "%s", ib->name);
 }
 
 static struct uroce_device *device_new(const struct iface *f)

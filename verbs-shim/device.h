@@ -26,10 +26,10 @@
 #define UROCE_DEVICE_PREFIX "uroce_"
 
 /* Where a device's synthetic sysfs folders are (ibv_device.ibdev_path, dev_path; sysfs.c). */
-#define SYSFS_ROOT    "/sys"
-#define IBDEV_CLASS   SYSFS_ROOT "/class/infiniband/"
-#define UVERBS_CLASS  SYSFS_ROOT "/class/infiniband_verbs/"
-#define UVERBS_PREFIX "uroce_uverbs"
+#define UROCE_SYSFS_ROOT    "/sys"
+#define UROCE_IBDEV_CLASS   UROCE_SYSFS_ROOT "/class/infiniband/"
+#define UROCE_UVERBS_CLASS  UROCE_SYSFS_ROOT "/class/infiniband_verbs/"
+#define UROCE_UVERBS_PREFIX "uroce_uverbs"
 
 struct uroce_gid_slot {
 	union ibv_gid gid;

@@ -24,7 +24,7 @@
 
 UROCE_EXPORT const char *ibv_get_sysfs_path(void)
 {
-	return SYSFS_ROOT;
+	return UROCE_SYSFS_ROOT;
 }
 
 static void format_guid(char *buf, size_t size, __be64 guid)
@@ -97,9 +97,9 @@ static int synthetic_file(const char *path, char *out, size_t size)
 	size_t len;
 
 	/* The uverbs class folder of a uroce device is empty: nothing reads it. */
-	if (strncmp(path, IBDEV_CLASS, strlen(IBDEV_CLASS)))
+	if (strncmp(path, UROCE_IBDEV_CLASS, strlen(UROCE_IBDEV_CLASS)))
 		return ENOENT;
-	rel = path + strlen(IBDEV_CLASS);
+	rel = path + strlen(UROCE_IBDEV_CLASS);
 	len = strcspn(rel, "/");
 	if (len >= sizeof(name) || rel[len] != '/')
 		return ENOENT;
@@ -126,9 +126,10 @@ static int synthetic_file(const char *path, char *out, size_t size)
 
 static bool is_synthetic(const char *path)
 {
-	return !strncmp(path, IBDEV_CLASS UROCE_DEVICE_PREFIX,
-			strlen(IBDEV_CLASS UROCE_DEVICE_PREFIX)) ||
-	       !strncmp(path, UVERBS_CLASS UVERBS_PREFIX, strlen(UVERBS_CLASS UVERBS_PREFIX));
+	return !strncmp(path, UROCE_IBDEV_CLASS UROCE_DEVICE_PREFIX,
+			strlen(UROCE_IBDEV_CLASS UROCE_DEVICE_PREFIX)) ||
+	       !strncmp(path, UROCE_UVERBS_CLASS UROCE_UVERBS_PREFIX,
+			strlen(UROCE_UVERBS_CLASS UROCE_UVERBS_PREFIX));
 }
 
 /* rdma-core sysfs.c semantics: strip one trailing newline; fail if it cannot be terminated. */
