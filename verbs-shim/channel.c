@@ -95,7 +95,7 @@ static bool wait_restarts(void)
  * Before a read() of a blocking channel: wait receiving (uroce_engine_wait), so that the
  * datagram that completes a CQE wakes this thread itself, one wake-up instead of the progress
  * thread's and then this one's. A non-blocking channel reads at once (EAGAIN when empty);
- * if the wait fails otherwise, read() blocks as before and the progress thread receives.
+ * if the wait fails otherwise, read() blocks and the progress thread receives.
  */
 static int wait_receiving(struct uroce_evq *q)
 {

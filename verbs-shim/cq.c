@@ -38,7 +38,7 @@ static void count_ready(struct uroce_cq *cq)
 
 /*
  * Whether the CQ may hold entries, without its lock: a poll finding it empty, most polls of a
- * busy-polling program, then takes no lock (~40 cycles). An entry pushed meanwhile by another
+ * busy-polling program, then takes no lock. An entry pushed meanwhile by another
  * thread is seen by the next poll, as it would be had that poll come a moment earlier.
  */
 static bool maybe_ready(struct uroce_cq *cq)

@@ -22,9 +22,10 @@
 enum { POSTS_HELD_MAX = 32 }; /* a QP with this many held posts sends at once */
 /*
  * A post is alone, not part of a burst, when its QP has nothing else on the send queue and
- * posted nothing for this long: a ping-pong's next message (posts a round trip apart, ~6 us on
- * loopback) then leaves from ibv_post_send itself, rather than from the poll after it (held:
- * 0.1-0.2 us more per hop of ib_send_lat). Posts of a burst come within ~0.3 us of each other.
+ * posted nothing for this long: a ping-pong's next message (posts a round trip apart, several
+ * microseconds even on loopback) then leaves from ibv_post_send itself, rather than from the
+ * poll after it, which would lengthen every hop (docs/PERFORMANCE.md). Posts of a burst come
+ * well under a microsecond apart.
  */
 #define POST_GAP_NS 1000u
 
