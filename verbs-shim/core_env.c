@@ -132,8 +132,7 @@ static void env_sq_error(void *ctx)
 {
 	struct uroce_qp *qp = ctx;
 
-	qp->attr.qp_state = IBV_QPS_SQE;
-	qp->qpx.qp_base.state = IBV_QPS_SQE;
+	uroce_qp_set_state(qp, IBV_QPS_SQE);
 	uroce_qp_flush_sq(qp);
 }
 

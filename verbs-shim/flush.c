@@ -44,8 +44,7 @@ void uroce_qp_to_error(struct uroce_qp *qp)
 {
 	bool was_error = qp->attr.qp_state == IBV_QPS_ERR;
 
-	qp->attr.qp_state = IBV_QPS_ERR;
-	qp->qpx.qp_base.state = IBV_QPS_ERR;
+	uroce_qp_set_state(qp, IBV_QPS_ERR);
 	uroce_qp_flush(qp);
 	if (qp->srq && !was_error)
 		uroce_async_event(qp->ctx, IBV_EVENT_QP_LAST_WQE_REACHED, &qp->qpx.qp_base);

@@ -117,7 +117,8 @@ struct uroce_qp {
 	struct uroce_srq *xrc_cur;    /* XRC_RECV, under lock: the SRQ the current request names */
 	pthread_mutex_t lock;         /* attr, sq, rq, wr_* building */
 	/*
-	 * The current attributes (attr.qp_state mirrors qpx.qp_base.state): what the data path
+	 * The current attributes (attr.qp_state and cur_qp_state mirror qpx.qp_base.state; all
+	 * three change only through uroce_qp_set_state): what the data path
 	 * reads: ah_attr (destination GID, source GID index, hop limit, traffic class, flow
 	 * label), dest_qp_num, rq_psn/sq_psn, path_mtu, qkey, timeout, retry_cnt, rnr_retry,
 	 * min_rnr_timer, max_rd_atomic, max_dest_rd_atomic, qp_access_flags.
@@ -184,6 +185,20 @@ static inline struct uroce_srq *to_usrq(struct ibv_srq *srq)
 static inline struct uroce_qp *to_uqp(struct ibv_qp *qp)
 {
 	return uroce_container_of((struct ibv_qp_ex *)qp, struct uroce_qp, qpx);
+}
+
+/*
+ * Set the QP's state, as the verbs see it, in its one place: qpx.qp_base.state (rdma-core's
+ * struct ibv_qp, which applications may read directly) and the copies ibv_query_qp reports
+ * (attr.qp_state, attr.cur_qp_state). The transport core keeps its own (core.state), changed
+ * by roce_qp_modify() from ibv_modify_qp; the moves the core makes itself (SQE, a fatal error)
+ * reach this through its callbacks (core_env.c). Under qp->lock.
+ */
+static inline void uroce_qp_set_state(struct uroce_qp *qp, enum ibv_qp_state state)
+{
+	qp->qpx.qp_base.state = state;
+	qp->attr.qp_state = state;
+	qp->attr.cur_qp_state = state;
 }
 
 static inline struct uroce_qp *to_uqp_ex(struct ibv_qp_ex *qp)

@@ -169,8 +169,6 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	qp->recv_cq = attr->recv_cq ? to_ucq(attr->recv_cq) : NULL;
 	qp->srq = attr->srq ? to_usrq(attr->srq) : NULL;
 	pthread_mutex_init(&qp->lock, NULL);
-	qp->attr.qp_state = IBV_QPS_RESET;
-	qp->attr.cur_qp_state = IBV_QPS_RESET;
 	qp->attr.cap = *cap;
 	qp->send_ops_flags = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
 				     ? attr->send_ops_flags
@@ -190,7 +188,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	base->srq = attr->srq;
 	base->handle = index;
 	base->qp_num = qpn;
-	base->state = IBV_QPS_RESET;
+	uroce_qp_set_state(qp, IBV_QPS_RESET);
 	base->qp_type = attr->qp_type;
 	pthread_mutex_init(&base->mutex, NULL);
 	pthread_cond_init(&base->cond, NULL);

@@ -140,13 +140,10 @@ UROCE_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, in
 		to_reset(qp);
 	apply(qp, attr, attr_mask);
 	uroce_qp_modified(qp, attr, attr_mask);
-	if (next == IBV_QPS_ERR) {
+	if (next == IBV_QPS_ERR)
 		uroce_qp_to_error(qp);
-	} else {
-		qp->attr.qp_state = next;
-		ibqp->state = next;
-	}
-	qp->attr.cur_qp_state = next;
+	else
+		uroce_qp_set_state(qp, next);
 	pthread_mutex_unlock(&qp->lock);
 	uroce_qp_kick(qp);
 	return 0;
