@@ -76,32 +76,43 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_
 	return ev;
 }
 
-/* A listener on 127.0.0.1:@port reporting on @ch. */
-static struct rdma_cm_id *listen_on(struct rdma_event_channel *ch, uint16_t port)
+/* A listener of port space @ps on 127.0.0.1:@port reporting on @ch. */
+static struct rdma_cm_id *listen_ps(struct rdma_event_channel *ch, uint16_t port,
+				    enum rdma_port_space ps)
 {
 	struct sockaddr_in at = lo4(port);
 	struct rdma_cm_id *l;
 
-	need(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0, "rdma_create_id: %s", strerror(errno));
+	need(rdma_create_id(ch, &l, NULL, ps) == 0, "rdma_create_id: %s", strerror(errno));
 	need(rdma_bind_addr(l, (struct sockaddr *)&at) == 0, "rdma_bind_addr: %s", strerror(errno));
 	need(rdma_listen(l, 1024) == 0, "rdma_listen: %s", strerror(errno));
 	return l;
 }
 
-/* An id resolved to 127.0.0.1:@port (address and route), reporting on @ch. */
-static struct rdma_cm_id *resolved(struct rdma_event_channel *ch, uint16_t port)
+static struct rdma_cm_id *listen_on(struct rdma_event_channel *ch, uint16_t port)
+{
+	return listen_ps(ch, port, RDMA_PS_TCP);
+}
+
+/* An id of port space @ps resolved to 127.0.0.1:@port (address and route), reporting on @ch. */
+static struct rdma_cm_id *resolved_ps(struct rdma_event_channel *ch, uint16_t port,
+				      enum rdma_port_space ps)
 {
 	struct sockaddr_in to = lo4(port);
 	struct rdma_cm_id *id;
 
-	need(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "rdma_create_id: %s",
-	     strerror(errno));
+	need(rdma_create_id(ch, &id, NULL, ps) == 0, "rdma_create_id: %s", strerror(errno));
 	need(rdma_resolve_addr(id, NULL, (struct sockaddr *)&to, 2000) == 0,
 	     "rdma_resolve_addr: %s", strerror(errno));
 	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	need(rdma_resolve_route(id, 2000) == 0, "rdma_resolve_route: %s", strerror(errno));
 	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	return id;
+}
+
+static struct rdma_cm_id *resolved(struct rdma_event_channel *ch, uint16_t port)
+{
+	return resolved_ps(ch, port, RDMA_PS_TCP);
 }
 
 static struct rdma_conn_param param(const void *pd, size_t len, uint32_t qpn)
@@ -341,13 +352,9 @@ Test(rdmacm_conn, reject_with_private_data, .timeout = 60)
 static void drop_sidr_request(uint16_t port)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in at = lo4(port);
-	struct rdma_cm_id *l, *child;
+	struct rdma_cm_id *l = listen_ps(ch, port, RDMA_PS_UDP), *child;
 	struct rdma_cm_event *ev;
 
-	need(rdma_create_id(ch, &l, NULL, RDMA_PS_UDP) == 0, "rdma_create_id: %s", strerror(errno));
-	need(rdma_bind_addr(l, (struct sockaddr *)&at) == 0, "rdma_bind_addr: %s", strerror(errno));
-	need(rdma_listen(l, 8) == 0, "rdma_listen: %s", strerror(errno));
 	listening();
 	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	child = ev->id;
@@ -366,16 +373,10 @@ Test(rdmacm_conn, destroyed_sidr_request_is_rejected, .timeout = 30)
 {
 	pid_t server = fork_server(drop_sidr_request, 7506);
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in to = lo4(7506);
+	struct rdma_cm_id *id = resolved_ps(ch, 7506, RDMA_PS_UDP);
 	struct rdma_conn_param p = param(NULL, 0, 0);
 	struct rdma_cm_event *ev;
-	struct rdma_cm_id *id;
 
-	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
-	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&to, 2000), 0);
-	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	cr_assert_eq(rdma_resolve_route(id, 2000), 0);
-	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	cr_assert_eq(rdma_connect(id, &p), 0);
 	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE);
 	cr_assert_eq(ev->status, 2, "the SIDR_REP's status: rejected (2), not %d", ev->status);
