@@ -143,6 +143,22 @@ static void nak(struct roce_qp *qp, struct roce_send_wqe *wqe, const struct roce
 	}
 }
 
+/*
+ * A response for a request still outstanding that makes no progress: the rest of a stream a
+ * restart replaces, a replay that has not reached comp.psn yet, or a later READ's responses
+ * while the READ at comp.psn is asked again. The responder is alive and working through this
+ * QP's requests, so the ACK timer, which stands for "nothing came back" (IBA 9.7.6.1.3),
+ * starts again without a retry spent, as rxe's completer restarts its retransmit timer after
+ * the responses it takes (rxe_completer, COMPST_EXIT). A slow responder working through long
+ * responses must not exhaust retry_cnt while it sends; the streams are finite, so a lost
+ * request is still found when they end.
+ */
+static void responder_alive(struct roce_qp *qp, uint64_t now)
+{
+	if (qp->comp.state == ROCE_COMP_WAIT_ACK && qp->attr.timeout)
+		qp->comp.deadline = now + roce_ack_timeout_ns(qp->attr.timeout);
+}
+
 /* A READ response at comp.psn: place its payload (IBA 9.7.5.1.2). */
 static void read_resp(struct roce_qp *qp, struct roce_send_wqe *wqe, const struct roce_pkt *pkt,
 		      uint64_t now)
@@ -161,16 +177,7 @@ static void read_resp(struct roce_qp *qp, struct roce_send_wqe *wqe, const struc
 			retry(qp, now, false);
 		else
 			qp->counters.rx_duplicate++;
-		/*
-		 * Either way the responder is alive and still streaming this READ (the rest of a
-		 * response our restart replaces, or a replay that has not reached comp.psn yet):
-		 * the ACK timer, which stands for "nothing came back" (IBA 9.7.6.1.3), starts
-		 * again without a retry spent. A slow responder working through long responses
-		 * must not exhaust retry_cnt while it sends; the stream is finite, so a lost
-		 * request is still found when it ends.
-		 */
-		if (qp->comp.state == ROCE_COMP_WAIT_ACK && qp->attr.timeout)
-			qp->comp.deadline = now + roce_ack_timeout_ns(qp->attr.timeout);
+		responder_alive(qp, now);
 		return;
 	}
 	if (pkt->payload_len != want) {
@@ -240,6 +247,8 @@ void roce_comp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, uint64_t now
 			 */
 			if (roce_wqe_is_rd_atomic(wqe)) {
 				retry(qp, now, false);
+				if (op != ROCE_OP_ACK)
+					responder_alive(qp, now);
 				return;
 			}
 			acked_to(qp, roce_psn_add(wqe->last_psn, 1));
