@@ -166,12 +166,10 @@ def main():
                   f"{'time':>7s} {'requests':>9s} {'resent':>7s} {'dropped':>8s}")
             for percent in losses:
                 for prog in progs:
-                    for c_stack, s_stack in [p for p in pairs for _ in range(args.repeat)]:
-                        stem = os.path.join(work, f"{prog}-{percent}-{c_stack}-to-{s_stack}")
-                        for n in range(1, args.repeat):
-                            if not os.path.exists(stem + "-s.pcap"):
-                                break
-                            stem = os.path.join(work, f"{prog}-{percent}-{c_stack}-to-{s_stack}-{n}")
+                    for (c_stack, s_stack), rep in [(p, n) for p in pairs
+                                                     for n in range(args.repeat)]:
+                        stem = os.path.join(work, f"{prog}-{percent}-{c_stack}-to-{s_stack}"
+                                            + (f"-{rep}" if rep else ""))
                         r = run_one(bench, prog, c_stack, s_stack, percent, stem, args.timeout,
                                     gids)
                         failed += not r["ok"]

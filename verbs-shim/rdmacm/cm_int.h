@@ -133,7 +133,8 @@ void cma_on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx);
 /* A SIDR_REQ for a listener: a new UD id and CONNECT_REQUEST; rdma_accept answers it. */
 void cma_on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx);
 
-/* Passive SIDR: answer the requester with @status, @qpn and private data. Locked. */
+/* Passive SIDR: answer the requester with @status, @qpn (0 in a rejection) and private data.
+ * Locked. */
 void cma_sidr_reply(struct cma_conn *c, uint8_t status, uint32_t qpn, const void *pd, size_t len);
 
 #endif

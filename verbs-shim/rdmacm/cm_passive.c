@@ -169,9 +169,8 @@ void cma_on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 /* Passive SIDR: answer the requester with @status, @qpn and private data. Locked. */
 void cma_sidr_reply(struct cma_conn *c, uint8_t status, uint32_t qpn, const void *pd, size_t len)
 {
-	struct cm_sidr_rep rep = {.status = status, .qkey = CM_UDP_QKEY};
+	struct cm_sidr_rep rep = {.status = status, .qpn = qpn, .qkey = CM_UDP_QKEY};
 
-	rep.qpn = status == CM_SIDR_OK ? qpn : 0;
 	if (len)
 		memcpy(rep.private_data, pd, len);
 	cm_conn_sidr_rep(&c->cm, &rep);
