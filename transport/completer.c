@@ -144,14 +144,16 @@ static void nak(struct roce_qp *qp, struct roce_send_wqe *wqe, const struct roce
 }
 
 /*
- * A response for a request still outstanding that makes no progress: the rest of a stream a
- * restart replaces, a replay that has not reached comp.psn yet, or a later READ's responses
- * while the READ at comp.psn is asked again. The responder is alive and working through this
- * QP's requests, so the ACK timer, which stands for "nothing came back" (IBA 9.7.6.1.3),
- * starts again without a retry spent, as rxe's completer restarts its retransmit timer after
- * the responses it takes (rxe_completer, COMPST_EXIT). A slow responder working through long
- * responses must not exhaust retry_cnt while it sends; the streams are finite, so a lost
- * request is still found when they end.
+ * Any response to a PSN this requester sent -- progress or not: the rest of a stream a restart
+ * replaces, a replay that has not reached comp.psn yet, a later READ's responses or a later
+ * request's ACK while the READ at comp.psn is asked again, a repeated ACK -- shows the
+ * responder alive and working through this QP's requests. The ACK timer stands for "nothing
+ * came back" (IBA 9.7.6.1.3), so it starts again without a retry spent, as rxe's completer
+ * restarts its retransmit timer after every response it takes while requests are outstanding
+ * (rxe_completer, COMPST_EXIT). A slow responder working through long responses must not
+ * exhaust retry_cnt while it sends. Responses answer requests, and without progress a
+ * requester resends at most once before its timer fires (retry()), so they end, and a lost
+ * request is still found then.
  */
 static void responder_alive(struct roce_qp *qp, uint64_t now)
 {
@@ -177,7 +179,6 @@ static void read_resp(struct roce_qp *qp, struct roce_send_wqe *wqe, const struc
 			retry(qp, now, false);
 		else
 			qp->counters.rx_duplicate++;
-		responder_alive(qp, now);
 		return;
 	}
 	if (pkt->payload_len != want) {
@@ -232,6 +233,7 @@ void roce_comp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, uint64_t now
 		qp->counters.rx_bad_resp++;
 		return;
 	}
+	responder_alive(qp, now);
 	for (;;) {
 		struct roce_send_wqe *wqe;
 
@@ -247,8 +249,6 @@ void roce_comp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, uint64_t now
 			 */
 			if (roce_wqe_is_rd_atomic(wqe)) {
 				retry(qp, now, false);
-				if (op != ROCE_OP_ACK)
-					responder_alive(qp, now);
 				return;
 			}
 			acked_to(qp, roce_psn_add(wqe->last_psn, 1));

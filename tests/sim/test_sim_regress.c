@@ -178,6 +178,68 @@ Test(sim_regress, later_read_stream_spends_no_retry)
 	cr_assert_eq(memcmp(p.abuf, p.bbuf, 44 * 256), 0);
 }
 
+/* Every response of the responder's QP leaves in turn, 40 us apart: a slow in-order responder. */
+static uint64_t serial_responses(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	(void)arg;
+	(void)pkt;
+	if (from != p.b)
+		return 0;
+	link_free = (link_free > p.s->now ? link_free : p.s->now) + 40000;
+	return link_free - p.s->now;
+}
+
+static bool lose_first_read_resp(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	uint8_t op = pkt->bth.opcode & 0x1F;
+
+	(void)arg;
+	(void)from;
+	if (op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_READ_RESP_ONLY)
+		return ++filtered_resps != 1;
+	return true;
+}
+
+/*
+ * A READ whose response is lost, 30 WRITEs behind it. The first WRITE's ACK shows the READ
+ * unanswered and it is asked again (IBA 9.7.5.1.3); the slow responder's ACKs of the other
+ * WRITEs keep coming for 1.2 ms, nine ACK timeouts, before the READ's new response. ACKs show
+ * the responder alive as READ responses do: the one retry left must not be spent while they
+ * come.
+ */
+Test(sim_regress, later_write_acks_spend_no_retry)
+{
+	struct sim_conn c = sim_conn_default();
+	struct ibv_wc wc;
+
+	c.retry_cnt = 1;
+	c.timeout = 5; /* 131 us */
+	c.mtu = IBV_MTU_256;
+	filtered_resps = 0;
+	link_free = 0;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 1, 1 << 16);
+	p.s->filter = lose_first_read_resp;
+	p.s->hold = serial_responses;
+	sim_fill(p.bbuf, 256, 9);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_READ, p.abuf, 256, p.akey, (uintptr_t)p.bbuf,
+			      p.bkey, IBV_SEND_SIGNALED),
+		     0);
+	for (int i = 0; i < 30; i++)
+		cr_assert_eq(sim_send(p.a, 2 + i, IBV_WR_RDMA_WRITE, p.abuf + 1024, 64, p.akey,
+				      (uintptr_t)p.bbuf + 1024, p.bkey,
+				      i == 29 ? IBV_SEND_SIGNALED : 0),
+			     0);
+	run_idle();
+	wc = sim_expect_wc(p.a_scq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "status %d", wc.status);
+	cr_assert_eq(wc.wr_id, 1);
+	wc = sim_expect_wc(p.a_scq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "status %d", wc.status);
+	cr_assert_eq(memcmp(p.abuf, p.bbuf, 256), 0);
+	cr_assert_eq(p.a->core.counters.timeouts, 0, "%llu ACK timeouts",
+		     (unsigned long long)p.a->core.counters.timeouts);
+}
+
 /*
  * RNR on the last packet of a multi-packet WRITE with immediate, more packets behind it: the
  * sequence NAKs those provoke must not count as progress, or rnr_retry never runs out.
