@@ -35,4 +35,15 @@
 
 #define UROCE_QPN_MULTICAST 0xffffff
 
+/* The only port of a device (rxe has one, RXE_NUM_PORT). */
+#define UROCE_PORT_NUM 1
+/* P_Key table: the default full-membership P_Key only, IBA 10.9.1.2. */
+#define UROCE_PKEY_TBL_LEN 1
+#define UROCE_DEFAULT_PKEY 0xffff
+/* RoCE ports: CM supported, IP-based GIDs (what the kernel reports for rxe). */
+#define UROCE_PORT_CAP_FLAGS (IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS)
+/* Nominal 1X 25 Gb/s (EDR lane): uroce does not measure the interface's speed. */
+#define UROCE_ACTIVE_WIDTH 1  /* 1X */
+#define UROCE_ACTIVE_SPEED 32 /* EDR, 25.78 Gb/s */
+
 #endif

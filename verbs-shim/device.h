@@ -19,22 +19,13 @@
 
 #include "transport/container.h"
 #include "verbs-shim/export.h"
-
-/* GID table length of every port (fixed, like a hardware table; ABI.md §2.4). */
-#define UROCE_GID_TBL_LEN 16
-/* Device names are "uroce_" + interface name. */
-#define UROCE_DEVICE_PREFIX "uroce_"
+#include "verbs-shim/iface.h"
 
 /* Where a device's synthetic sysfs folders are (ibv_device.ibdev_path, dev_path; sysfs.c). */
 #define UROCE_SYSFS_ROOT    "/sys"
 #define UROCE_IBDEV_CLASS   UROCE_SYSFS_ROOT "/class/infiniband/"
 #define UROCE_UVERBS_CLASS  UROCE_SYSFS_ROOT "/class/infiniband_verbs/"
-#define UROCE_UVERBS_PREFIX "uroce_uverbs"
-
-struct uroce_gid_slot {
-	union ibv_gid gid;
-	bool valid;
-};
+#define UROCE_UVERBS_PREFIX "uverbs"
 
 /* A snapshot of what the port reports, refreshed by each scan. */
 struct uroce_port_state {
@@ -81,8 +72,5 @@ int uroce_device_gid(struct uroce_device *dev, uint32_t index, union ibv_gid *gi
 
 /* Index of GID in the table, or -1 when it is not there. */
 int uroce_device_find_gid(struct uroce_device *dev, const union ibv_gid *gid);
-
-/* Active MTU of a port (enum ibv_mtu) for an interface MTU: see device.c. */
-enum ibv_mtu uroce_active_mtu(int ifmtu);
 
 #endif
