@@ -8,8 +8,9 @@
 #
 # What goes in, and why:
 #   - /opt/uroce/bin: uroce-run, uroce-config-check, uroce-bench and bench_report.py from
-#     BIN_DIR, and /opt/uroce/lib: the drop-in libibverbs.so.1 and librdmacm.so.1 from
-#     BIN_DIR/../lib: the build tree's layout, where uroce-run finds the libraries (../lib)
+#     BIN_DIR, and /opt/uroce/lib: the drop-in libibverbs.so.1 and librdmacm.so.1 and
+#     liburoce-preload.so (which uroce-run preloads) from BIN_DIR/../lib: the build tree's
+#     layout, where uroce-run finds the libraries (../lib)
 #   - Debian's python3 from THIS host's /usr, for uroce-bench itself (the guest runs the real
 #     bench, not a copy of its commands), with the standard library modules it imports: found
 #     by importing it (uroce-bench --help under the same python3, in the guest's C locale), so
@@ -55,6 +56,7 @@ declare -A UROCE=(
 	["$bin/bench_report.py"]=/opt/uroce/bin/bench_report.py
 	["$lib_dir/libibverbs.so.1"]=/opt/uroce/lib/libibverbs.so.1
 	["$lib_dir/librdmacm.so.1"]=/opt/uroce/lib/librdmacm.so.1
+	["$lib_dir/liburoce-preload.so"]=/opt/uroce/lib/liburoce-preload.so
 )
 for f in "${!UROCE[@]}"; do
 	[[ -f $f ]] || die "$f missing (build uroce first: cmake --build BUILD_DIR)"
@@ -97,7 +99,8 @@ add_libs() {
 	done <<<"$libs"
 }
 
-for f in "$bin/uroce-config-check" "$lib_dir/libibverbs.so.1" "$lib_dir/librdmacm.so.1"; do
+for f in "$bin/uroce-config-check" "$lib_dir/libibverbs.so.1" "$lib_dir/librdmacm.so.1" \
+	"$lib_dir/liburoce-preload.so"; do
 	add_libs "$f"
 done
 add_file "$PY"
