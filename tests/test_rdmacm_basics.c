@@ -263,6 +263,9 @@ Test(rdmacm, create_qp_with_default_pd_and_cqs)
 	struct ibv_qp_init_attr init;
 	int mask;
 
+	/* librdmacm's ucma_get_device: the device's PD comes with it, before any QP. */
+	cr_assert_not_null(a->pd);
+	cr_assert_eq(a->pd, u->pd, "one default PD per device");
 	cr_assert_eq(rdma_create_qp(a, NULL, &qa), 0);
 	cr_assert(a->qp && a->pd && a->send_cq && a->recv_cq);
 	cr_assert(a->send_cq_channel && a->recv_cq_channel);

@@ -181,6 +181,9 @@ static void accept_with_data(uint16_t port)
 	listening();
 	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	child = ev->id;
+	/* librdmacm's ucma_get_device: the request's id comes with its device's PD. */
+	need(child->verbs && child->pd && child->pd->context == child->verbs,
+	     "the request's id has its device's PD");
 	/* PS_TCP: the application's 56 of the REQ's 92 bytes, after the cma header. */
 	need(ev->param.conn.private_data_len == 56, "ev->param.conn.private_data_len: %s",
 	     strerror(errno));

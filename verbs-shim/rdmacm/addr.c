@@ -148,8 +148,8 @@ static bool bindv6only(void)
 
 /*
  * The first half of binding @c to @addr: the device and port holding the address (none for a
- * wildcard), the id's source address and AF_ONLY default, and *@s, the port to reserve.
- * 0 or ENODEV (as the kernel: no RDMA device holds the address).
+ * wildcard) with its default PD, the id's source address and AF_ONLY default, and *@s, the
+ * port to reserve. 0, ENODEV (as the kernel: no RDMA device holds the address) or ENOMEM.
  */
 static int bind_start(struct cma_id *c, const struct sockaddr *addr, struct ibv_context **verbs,
 		      uint8_t *port_num, struct uroce_service *s)
@@ -164,6 +164,9 @@ static int bind_start(struct cma_id *c, const struct sockaddr *addr, struct ibv_
 		pthread_mutex_unlock(&lock);
 		if (!*verbs)
 			return ENODEV;
+		/* librdmacm's ucma_get_device: the device's PD comes with it, or ENOMEM. */
+		if (!cma_default_pd(*verbs))
+			return ENOMEM;
 	}
 	/* The kernel's default: IPv4 ids are AF-only, IPv6 ones as net.ipv6.bindv6only says. */
 	if (!c->afonly_set)
@@ -183,6 +186,7 @@ static void bind_end(struct cma_id *c, int err, const struct uroce_service *s,
 	}
 	set_port(&c->id.route.addr.src_addr, s->port);
 	c->id.verbs = verbs;
+	c->id.pd = verbs ? cma_default_pd(verbs) : NULL; /* made by bind_start */
 	c->id.port_num = port_num;
 	c->state = CMA_BOUND;
 	c->bound = true;

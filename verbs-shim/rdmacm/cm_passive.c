@@ -88,7 +88,12 @@ static struct cma_conn *request_conn(struct cma_id *l, const struct uroce_mad_rx
 	if (rdma_create_id(l->id.channel, &child, l->id.context, l->id.ps))
 		return NULL;
 	child->qp_type = l->id.qp_type;
-	c = cma_conn_new();
+	/* A wildcard listener has no device: the one the request came to. */
+	child->verbs = l->id.verbs ? l->id.verbs : cma_device_of(rx->dgid);
+	child->port_num = 1;
+	/* librdmacm's ucma_get_device for the new id: the device's default PD in id.pd. */
+	child->pd = child->verbs ? cma_default_pd(child->verbs) : NULL;
+	c = child->pd ? cma_conn_new() : NULL;
 	if (!c) {
 		free(to_cma_id(child)); /* not rdma_destroy_id: it takes the lock held here */
 		return NULL;
@@ -102,9 +107,6 @@ static struct cma_conn *request_conn(struct cma_id *l, const struct uroce_mad_rx
 	memcpy(&child->route.addr.src_addr, &ss, sizeof(struct sockaddr_in6));
 	cma_sa_of(&ss, rx->sgid, h.src_port);
 	memcpy(&child->route.addr.dst_addr, &ss, sizeof(struct sockaddr_in6));
-	/* A wildcard listener has no device: the one the request came to. */
-	child->verbs = l->id.verbs ? l->id.verbs : cma_device_of(rx->dgid);
-	child->port_num = 1;
 	atomic_fetch_add(&l->requests_waiting, 1);
 	return c;
 }

@@ -153,6 +153,13 @@ int cma_gid_index(struct ibv_context *ctx, const uint8_t gid[16]);
 struct ibv_context *cma_device_of(const uint8_t gid[16]);
 
 /*
+ * qp.c: the default PD of device @ctx, made on first use and kept; NULL with errno ENOMEM.
+ * An id on a device has it in id->pd from the moment it has the device (bound, resolved, or
+ * made by a connection request), as librdmacm's ucma_get_device sets id.pd with id.verbs.
+ */
+struct ibv_pd *cma_default_pd(struct ibv_context *ctx);
+
+/*
  * After a call that queued an event on a synchronous id: take that event (acking the one
  * before), leave it in id->event, and return 0, or -1 if it reports an error, with errno
  * ECONNREFUSED for REJECTED, else the status's magnitude (librdmacm's synchronous mode). For

@@ -36,7 +36,7 @@ static int dev_slot(struct ibv_context *ctx)
 	return (int)devs.n++;
 }
 
-static struct ibv_pd *default_pd(struct ibv_context *ctx)
+struct ibv_pd *cma_default_pd(struct ibv_context *ctx)
 {
 	struct ibv_pd *pd = NULL;
 	int i;
@@ -196,7 +196,7 @@ UROCE_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_att
 	if (!id || !attr || !id->verbs || id->qp)
 		return cma_fail(EINVAL);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-		attr->pd = id->pd ? id->pd : default_pd(id->verbs);
+		attr->pd = id->pd ? id->pd : cma_default_pd(id->verbs);
 		if (!attr->pd)
 			return cma_fail(ENOMEM);
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
@@ -286,7 +286,7 @@ UROCE_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_a
 	if (!id || !attr || !id->verbs)
 		return cma_fail(EINVAL);
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
-		attr->pd = id->pd ? id->pd : default_pd(id->verbs);
+		attr->pd = id->pd ? id->pd : cma_default_pd(id->verbs);
 		if (!attr->pd)
 			return cma_fail(ENOMEM);
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
