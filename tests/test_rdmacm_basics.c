@@ -230,14 +230,51 @@ Test(rdmacm, getaddrinfo_passive_active_and_errors)
 	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
 	cr_assert_not_null(res->ai_dst_addr, "an active result is a destination");
 	rdma_freeaddrinfo(res);
-	cr_assert_eq(rdma_getaddrinfo(NULL, NULL, &hints, &res), EAI_NONAME);
-	hints.ai_flags = 0x100;
-	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "1", &hints, &res), EAI_BADFLAGS);
+	cr_assert_eq(rdma_getaddrinfo(NULL, NULL, NULL, &res), -1, "nothing to look up");
+	cr_assert_eq(errno, EINVAL);
+	hints.ai_flags = 0x100; /* librdmacm ignores flags it does not know */
+	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "1", &hints, &res), 0);
+	rdma_freeaddrinfo(res);
 	hints.ai_flags = RAI_NUMERICHOST;
 	cr_assert_neq(rdma_getaddrinfo("not-a-number", "1", &hints, &res), 0);
 	hints.ai_flags = 0;
 	hints.ai_family = AF_UNIX;
 	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "1", &hints, &res), EAI_FAMILY);
+}
+
+/*
+ * librdmacm's rules (rdma-core librdmacm/addrinfo.c): the port space sets the protocol and so
+ * the QP type; without node and service the result is the hints', source included (pyverbs'
+ * AddrInfo(src=...) makes a multicast group's address so).
+ */
+Test(rdmacm, getaddrinfo_from_hints_and_port_space)
+{
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP}, *src,
+			     *res;
+	struct sockaddr_in *sin;
+
+	cr_assert_eq(rdma_getaddrinfo("230.0.0.1", NULL, &hints, &src), 0);
+	cr_assert_eq(src->ai_flags, RAI_PASSIVE);
+	cr_assert_eq(src->ai_qp_type, IBV_QPT_UD, "RDMA_PS_UDP: datagrams, UD");
+	cr_assert_eq(src->ai_port_space, RDMA_PS_UDP);
+	hints = (struct rdma_addrinfo){.ai_src_addr = src->ai_src_addr,
+				       .ai_src_len = src->ai_src_len};
+	cr_assert_eq(rdma_getaddrinfo(NULL, NULL, &hints, &res), 0);
+	cr_assert_null(res->ai_dst_addr);
+	cr_assert_eq(res->ai_src_len, sizeof(*sin));
+	sin = (struct sockaddr_in *)res->ai_src_addr;
+	cr_assert_eq(sin->sin_addr.s_addr, htonl(0xe6000001));
+	cr_assert_neq(res->ai_src_addr, src->ai_src_addr, "a copy");
+	rdma_freeaddrinfo(res);
+	/* An active result keeps the hints' source beside its destination. */
+	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	cr_assert_eq(res->ai_flags, 0);
+	cr_assert_eq(res->ai_qp_type, IBV_QPT_RC, "no hint: a stream, RC over RDMA_PS_TCP");
+	cr_assert_eq(res->ai_port_space, RDMA_PS_TCP);
+	cr_assert_not_null(res->ai_dst_addr);
+	cr_assert_eq(((struct sockaddr_in *)res->ai_src_addr)->sin_addr.s_addr, htonl(0xe6000001));
+	rdma_freeaddrinfo(res);
+	rdma_freeaddrinfo(src);
 }
 
 /* An id resolved to 127.0.0.1 (port space @ps). */
