@@ -227,7 +227,7 @@ static const struct uroce_rdv_ops rdv_ops = {
 
 /*
  * A copy of a multicast datagram this process net_sent (mcast.h), in a callback: to its own members
- * (its send is captured already), then to the host's other processes.
+ * (its send is captured already; the host's other processes had theirs in the send).
  */
 static void mcast_deliver(void *arg, const struct uroce_rx *rx)
 {
@@ -236,7 +236,6 @@ static void mcast_deliver(void *arg, const struct uroce_rx *rx)
 	atomic_fetch_add(&net->rx_packets, 1);
 	net->ops->recv(net->arg, rx);
 	recv_end(net);
-	uroce_rdv_mcast_sent(net->rdv, rx);
 	if (net->ops->batch_end)
 		net->ops->batch_end(net->arg);
 }

@@ -160,7 +160,15 @@ int net_send_via(struct uroce_net *net, const struct uroce_udp *s, const struct 
 	g = on_wire(net, s, f, 0);
 	roce_icrc_fill(&g, roce, len);
 	if (roce_gid_is_multicast(g.dgid)) {
-		/* This host's members get a copy (mcast.h); over loopback no other host listens. */
+		struct uroce_rx copy = {
+			.ip = g, .roce = roce, .len = len, .icrc = ROCE_ICRC_OK, .host_sent = true};
+
+		/*
+		 * This host's members get a copy: the other processes' now (rdv.h), this
+		 * process's own from its receiving thread (mcast.h). Over loopback no other host
+		 * listens.
+		 */
+		uroce_rdv_mcast_sent(net->rdv, &copy);
 		uroce_mcast_sent(net->mcast, &g, roce, len);
 		if (is_loopback(g.sgid)) {
 			net_sent(net, &g, roce, len);

@@ -157,9 +157,11 @@ static void hub_gone(struct uroce_rdv *r)
 	int err, fatal;
 
 	uroce_progress_unwatch(r->progress, r->up->watch);
+	pthread_mutex_lock(&r->fwd_lock);
 	close(r->up->fd);
 	free(r->up);
 	r->up = NULL;
+	pthread_mutex_unlock(&r->fwd_lock);
 	pthread_mutex_lock(&r->lock);
 	fatal = r->fatal;
 	pthread_mutex_unlock(&r->lock);
@@ -301,7 +303,9 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 			  r->port, strerror(err));
 		return err;
 	}
+	pthread_mutex_lock(&r->fwd_lock);
 	r->hub = true;
+	pthread_mutex_unlock(&r->fwd_lock);
 	atomic_store(&r->is_hub, true);
 	uroce_log(UROCE_LOG_INFO, "rendezvous: this process is the hub of UDP port %u", r->port);
 	if (!takeover)
@@ -336,23 +340,26 @@ static int become_process(struct uroce_rdv *r, int fd)
 				  .pid = (uint32_t)getpid(),
 				  .ports = {r->my_ports[0], r->my_ports[1]}};
 	struct ucred cred;
+	struct conn *up;
 	int err = rdv_set_nonblock(fd);
 
 	if (err)
 		return err;
 	rdv_set_buffers(fd);
-	r->up = calloc(1, sizeof(*r->up));
-	if (!r->up)
+	up = calloc(1, sizeof(*up));
+	if (!up)
 		return ENOMEM;
-	r->up->r = r;
-	r->up->fd = fd;
-	r->up->watch = uroce_progress_watch(r->progress, fd, on_up, r);
-	if (!r->up->watch) {
+	up->r = r;
+	up->fd = fd;
+	up->watch = uroce_progress_watch(r->progress, fd, on_up, r);
+	if (!up->watch) {
 		err = errno;
-		free(r->up);
-		r->up = NULL;
+		free(up);
 		return err;
 	}
+	pthread_mutex_lock(&r->fwd_lock);
+	r->up = up;
+	pthread_mutex_unlock(&r->fwd_lock);
 	cred = rdv_peer_cred(fd);
 	uroce_log(UROCE_LOG_INFO, "rendezvous: the hub of UDP port %u is process %d (uid %u)",
 		  r->port, (int)cred.pid, (unsigned int)cred.uid);
@@ -482,6 +489,7 @@ static void free_rdv(struct uroce_rdv *r, bool unwatch)
 	rdv_cm_free(r);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->fwd_lock);
 	free(r);
 }
 
@@ -512,6 +520,7 @@ int uroce_rdv_join(struct uroce_rdv **out, uint16_t port, const uint16_t own_por
 				  (size_t)snprintf(r->name.sun_path + 1,
 						   sizeof(r->name.sun_path) - 1, "uroce/%u", port));
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->fwd_lock, NULL);
 	r->notes_tail = &r->notes;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

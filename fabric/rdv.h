@@ -125,9 +125,11 @@ uint16_t uroce_rdv_direct_port(const struct uroce_rdv *r, uint32_t qpn, bool v6)
 uint16_t uroce_rdv_block_port(const struct uroce_rdv *r, uint32_t block, bool v6);
 
 /*
- * This process sent the multicast datagram @rx (its own copy already delivered): hand it to the
- * host's other processes (hub: FRAME to each; else MCAST to the hub), without waiting. In a
- * callback (the receive lock held: uroce_progress_on_thread).
+ * This process is sending the multicast datagram @rx (rx->host_sent set): hand it to the host's
+ * other processes (hub: FRAME to each; else MCAST to the hub), without waiting. From any thread,
+ * in the send itself: an adapter's loopback to the host's members is done when its send
+ * completes, so a process that exits right after a completed send (as _exit, with no
+ * destructor) has still reached them.
  */
 void uroce_rdv_mcast_sent(struct uroce_rdv *r, const struct uroce_rx *rx);
 

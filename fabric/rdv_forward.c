@@ -103,21 +103,35 @@ enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx 
 
 void uroce_rdv_mcast_sent(struct uroce_rdv *r, const struct uroce_rx *rx)
 {
-	struct rdv_frame f;
-	struct iovec iov[2];
+	struct rdv_frame f = frame_of(RDV_MCAST, rx);
+	struct iovec iov[2] = {
+		{.iov_base = &f, .iov_len = sizeof(f)},
+		{.iov_base = (void *)rx->roce, .iov_len = rx->len},
+	};
+	uint64_t sent = 0, lost = 0;
 
+	/*
+	 * Sent before the caller's send returns, so before its completion (rdv.h). As
+	 * rdv_forward(): never wait; a full socket loses it, as a switch would. A connection
+	 * found dead but not yet dropped takes it in vain (MSG_NOSIGNAL: EPIPE).
+	 */
+	pthread_mutex_lock(&r->fwd_lock);
 	if (r->hub) {
-		for (struct conn *c = r->conns; c; c = c->next)
-			if (c->token)
-				rdv_forward(r, c, rx);
-		return;
+		f.hdr.type = RDV_FRAME;
+		for (struct conn *c = r->conns; c; c = c->next) {
+			if (!c->token)
+				continue;
+			if (rdv_send_record(c->fd, iov, 2, false))
+				lost++;
+			else
+				sent++;
+		}
+	} else if (!r->up || rdv_send_record(r->up->fd, iov, 2, false)) {
+		lost++;
 	}
-	f = frame_of(RDV_MCAST, rx);
-	iov[0] = (struct iovec){.iov_base = &f, .iov_len = sizeof(f)};
-	iov[1] = (struct iovec){.iov_base = (void *)rx->roce, .iov_len = rx->len};
-	/* As rdv_forward(): never wait; a full hub loses it, as a switch would. */
-	if (!r->up || rdv_send_record(r->up->fd, iov, 2, false))
-		atomic_fetch_add(&r->forward_lost, 1);
+	pthread_mutex_unlock(&r->fwd_lock);
+	atomic_fetch_add(&r->forwarded, sent);
+	atomic_fetch_add(&r->forward_lost, lost);
 }
 
 /* The datagram in r->buf (@n bytes, struct rdv_frame first) as a struct uroce_rx. */

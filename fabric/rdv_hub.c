@@ -92,11 +92,13 @@ static void drop_conn(struct uroce_rdv *r, struct conn *c)
 {
 	struct conn **pp;
 
+	uroce_progress_unwatch(r->progress, c->watch);
+	pthread_mutex_lock(&r->fwd_lock);
 	for (pp = &r->conns; *pp != c; pp = &(*pp)->next)
 		;
 	*pp = c->next;
-	uroce_progress_unwatch(r->progress, c->watch);
 	close(c->fd);
+	pthread_mutex_unlock(&r->fwd_lock);
 	if (c->token)
 		uroce_log(UROCE_LOG_INFO, "rendezvous: process %d has left", (int)c->pid);
 	for (uint32_t b = 0; c->token && b < UROCE_QPN_BLOCKS; b++)
@@ -167,7 +169,9 @@ static void hub_hello(struct uroce_rdv *r, struct conn *c, const struct rdv_hell
 			return;
 		}
 	}
+	pthread_mutex_lock(&r->fwd_lock);
 	c->token = m->token;
+	pthread_mutex_unlock(&r->fwd_lock);
 	memcpy(c->ports, m->ports, sizeof(c->ports));
 	uroce_log(UROCE_LOG_INFO, "rendezvous: process %d (uid %u, pid %u in its namespace) joined",
 		  (int)cred.pid, (unsigned int)cred.uid, m->pid);
@@ -339,8 +343,10 @@ void rdv_on_accept(void *arg)
 			close(fd);
 			continue;
 		}
+		pthread_mutex_lock(&r->fwd_lock);
 		c->next = r->conns;
 		r->conns = c;
+		pthread_mutex_unlock(&r->fwd_lock);
 	}
 	rdv_reap(r);
 }

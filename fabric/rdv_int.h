@@ -84,7 +84,7 @@ struct uroce_rdv {
 	/* Each block owner's own UDP ports (IPv4 | IPv6 << 16): written on the progress thread. */
 	_Atomic uint32_t ports[UROCE_QPN_BLOCKS];
 
-	/* Progress thread only. */
+	/* Progress thread only (hub, conns and up also read elsewhere under fwd_lock, below). */
 	uint64_t owner[UROCE_QPN_BLOCKS];     /* token of each block's owner; 0: free */
 	struct conn *route[UROCE_QPN_BLOCKS]; /* hub: where each block's datagrams go */
 	bool hub;
@@ -101,6 +101,14 @@ struct uroce_rdv {
 	int evfd; /* application threads: requests are waiting */
 	struct uroce_watch *ev_watch;
 	_Alignas(8) uint8_t buf[MSG_MAX];
+
+	/*
+	 * The ways to the host's other processes, for application threads sending a multicast
+	 * copy (uroce_rdv_mcast_sent): hub, up (and its fd), the list conns and each one's fd
+	 * and token. The progress thread, their only writer, changes them under it and reads
+	 * them without. A leaf: nothing else is taken while it is held.
+	 */
+	pthread_mutex_t fwd_lock;
 
 	/* Shared with application threads. */
 	pthread_mutex_t lock;

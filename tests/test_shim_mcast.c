@@ -3,7 +3,9 @@
  * UD multicast on one host: two member processes and a sender process with a member QP of its
  * own. Every datagram sent to the group reaches each member once -- in other processes through
  * the rendezvous, in the sender's process directly -- but not the QP that sent it, which is a
- * member too; a detached QP gets nothing more. On loopback, where no IP multicast route exists.
+ * member too; a detached QP gets nothing more. A send that has completed has reached the other
+ * processes' members even if its process exits at once. On loopback, where no IP multicast route
+ * exists.
  */
 #include <criterion/criterion.h>
 
@@ -190,6 +192,104 @@ Test(shim_mcast, every_member_on_the_host_once_but_the_sender, .timeout = 60)
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 			  "member process %d: status %#x", k, status);
 	}
+}
+
+/* The datagrams @m receives within @ms, up to @want, each a whole one; -1 for a bad one. */
+static int count(struct member *m, int ms, int want)
+{
+	struct timespec t0, t;
+	int got = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct ibv_wc wc;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (ibv_poll_cq(m->cq, 1, &wc) != 1)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV ||
+		    wc.byte_len != GRH_LEN + MSG_LEN)
+			return -1;
+		got++;
+	} while (got < want &&
+		 (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	return got;
+}
+
+/* One datagram to the group; exit (no destructor) once its send has completed. */
+static void send_once_and_exit(struct member *s, uint32_t sgid_index)
+{
+	struct ibv_ah_attr ah_attr = lo_ah_attr(s->ctx);
+	char msg[MSG_LEN] = "once";
+	struct ibv_mr *mr = ibv_reg_mr(s->pd, msg, sizeof(msg), 0);
+	struct ibv_sge sge = {.addr = (uintptr_t)msg, .length = MSG_LEN};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.ud = {.remote_qpn = 0xFFFFFF, .remote_qkey = QKEY}},
+			   *bad;
+	struct ibv_wc wc;
+	int n;
+
+	ah_attr.grh.dgid = group();
+	ah_attr.grh.sgid_index = (uint8_t)sgid_index;
+	wr.wr.ud.ah = ibv_create_ah(s->pd, &ah_attr);
+	if (!wr.wr.ud.ah || !mr)
+		_exit(2);
+	sge.lkey = mr->lkey;
+	if (ibv_post_send(s->qp, &wr, &bad))
+		_exit(2);
+	while ((n = ibv_poll_cq(s->cq, 1, &wc)) == 0)
+		;
+	_exit(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND ? 0 : 2);
+}
+
+/*
+ * An adapter completes a send once the datagram has left, its loopback to the host's members
+ * included: so a process that exits the moment its send completes, without a destructor (as
+ * Python's multiprocessing children do), has reached every other member (fabric/rdv.h
+ * uroce_rdv_mcast_sent). The member process starts first and stays the hub.
+ */
+Test(shim_mcast, a_completed_send_has_reached_the_other_processes, .timeout = 60)
+{
+	enum { SENDERS = 10 };
+	int ready[2], status;
+	pid_t member;
+	char c;
+
+	cr_assert_eq(pipe(ready), 0);
+	member = fork();
+	cr_assert_geq(member, 0);
+	if (member == 0) {
+		static struct member m;
+		struct ibv_context *ctx = open_lo();
+
+		make(&m, ctx, ibv_alloc_pd(ctx));
+		if (write(ready[1], "r", 1) != 1)
+			_exit(255);
+		_exit(count(&m, 5000, SENDERS));
+	}
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	for (int k = 0; k < SENDERS; k++) {
+		pid_t s = fork();
+
+		cr_assert_geq(s, 0);
+		if (s == 0) {
+			static struct member m;
+			struct ibv_context *ctx = open_lo();
+
+			make(&m, ctx, ibv_alloc_pd(ctx));
+			send_once_and_exit(&m, (uint32_t)lo_gid_index(ctx));
+		}
+		cr_assert_eq(waitpid(s, &status, 0), s);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sender %d: status %#x", k,
+			  status);
+	}
+	cr_assert_eq(waitpid(member, &status, 0), member);
+	cr_assert(WIFEXITED(status), "the member: status %#x", status);
+	cr_assert_eq(WEXITSTATUS(status), SENDERS, "the member got %d of %d datagrams",
+		     WEXITSTATUS(status), SENDERS);
 }
 
 Test(shim_mcast, attach_refuses_what_the_kernel_refuses)

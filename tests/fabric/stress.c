@@ -12,6 +12,9 @@
  *    and one blocks in uroce_net_wait (as ibv_get_cq_event does) for 50 datagrams at a time.
  *    Callbacks must never overlap.
  * 3. The peer is killed: this process takes over as hub, and a new peer joins and exchanges.
+ * From the first exchange until the new peer has joined, a thread sends multicast datagrams,
+ * whose copies go to the host's other processes in the send itself (rdv.h
+ * uroce_rdv_mcast_sent): to the hub, then, after the takeover, to the new peer.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,7 +38,8 @@
 static struct uroce_net *net;
 static _Atomic uint32_t my_qpn; /* read on the progress thread */
 static atomic_uint received, bad_icrc, from_peer, timer_fires, overlaps, polled;
-static atomic_bool inside, stop_polling, poll_steadily;
+static atomic_bool inside, stop_polling, poll_steadily, stop_mcast;
+static atomic_uint mcast_sent;
 static _Thread_local bool is_poller, is_waiter;
 static atomic_uint waited;   /* datagrams the waiting thread received */
 static int wake_waiter = -1; /* an eventfd: the waiting thread stops */
@@ -96,6 +100,28 @@ static void *sender(void *arg)
 		CHECK(!err, "send: %s", strerror(err));
 		if (i % 256 == 0)
 			usleep(1000); /* let the receiver keep up: nothing may be lost */
+	}
+	return NULL;
+}
+
+/* A multicast datagram every 2 ms from a loopback source (no wire: the host's members only). */
+static void *mcaster(void *arg)
+{
+	static const uint8_t group[4] = {239, 1, 2, 4};
+
+	(void)arg;
+	for (uint32_t psn = 0; !atomic_load(&stop_mcast); psn++) {
+		struct roce_ipudp f = fabric_test_loopback(0);
+		uint8_t pkt[128];
+		size_t len =
+			fabric_test_ud(pkt, sizeof(pkt), ROCE_MCAST_QPN, my_qpn, psn, "mcast", 5);
+		int err;
+
+		roce_gid_from_v4(f.dgid, group);
+		err = uroce_net_send(net, &f, pkt, len);
+		CHECK(!err || err == EAGAIN || err == ENOBUFS, "multicast send: %s", strerror(err));
+		atomic_fetch_add(&mcast_sent, 1);
+		usleep(2000);
 	}
 	return NULL;
 }
@@ -243,9 +269,10 @@ int main(int argc, char **argv)
 {
 	const char *port_env = getenv("UROCE_UDP_PORT");
 	uint16_t port = port_env ? (uint16_t)atoi(port_env) : 0;
-	pthread_t th[4], poll_th, wait_th;
+	pthread_t th[4], poll_th, wait_th, mcast_th;
 	struct fabric_peer peer;
 	unsigned int peer_qpn;
+	char line[64];
 	int hub, senders = 2;
 
 	CHECK(argc == 2 && port, "usage: UROCE_UDP_PORT=N fabric_stress PEER_PROGRAM");
@@ -270,12 +297,22 @@ int main(int argc, char **argv)
 	pthread_create(&th[2], NULL, timer_thread, NULL);
 	pthread_create(&th[3], NULL, qpn_thread, NULL);
 	exchange(&peer, peer_qpn, 1000);
+	/* The peer counts the multicast datagrams without a line for each (peer.c: quiet). */
+	CHECK(!fabric_peer_cmd(&peer, "quiet"), "command the peer");
+	CHECK(!fabric_peer_expect(&peer, "QUIET", line, sizeof(line), 5000),
+	      "the peer is not quiet");
+	pthread_create(&mcast_th, NULL, mcaster, NULL);
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	wait_for(&received, senders * SENDS_PER_THREAD, "datagrams to ourselves");
 	CHECK(atomic_load(&bad_icrc) == 0, "%u bad ICRCs", atomic_load(&bad_icrc));
 	CHECK(atomic_load(&timer_fires) > 0, "no timer fired");
 	until_polled();
+	/* The hub had our multicast datagrams (besides the exchange's one). */
+	CHECK(!fabric_peer_cmd(&peer, "count"), "command the peer");
+	CHECK(!fabric_peer_expect(&peer, "COUNT ", line, sizeof(line), 5000), "no count");
+	CHECK(atomic_load(&mcast_sent) > 1 && strtoul(line + 6, NULL, 10) > 1,
+	      "the hub got none of %u multicast datagrams", atomic_load(&mcast_sent));
 
 	/* The hub goes: we take over, and serve a newcomer. */
 	fabric_peer_kill(&peer, SIGKILL);
@@ -285,6 +322,9 @@ int main(int argc, char **argv)
 	peer_qpn = start_peer(&peer, argv[1], port, &hub);
 	CHECK(hub == 0, "the new peer is a hub too");
 	CHECK(peer_qpn != my_qpn, "QPN %u given twice", my_qpn);
+	atomic_store(&stop_mcast, true);
+	pthread_join(mcast_th, NULL);
+	CHECK(atomic_load(&mcast_sent) > 0, "no multicast sent");
 	exchange(&peer, peer_qpn, 2000);
 	CHECK(fabric_peer_finish(&peer, 5000) == 0, "the peer did not exit cleanly");
 	atomic_store(&stop_polling, true);
