@@ -21,3 +21,15 @@ set_tests_properties(discovery_consistent PROPERTIES LABELS "shim;integration" T
 if(UROCE_SANITIZE STREQUAL "thread")
   set_tests_properties(discovery_consistent PROPERTIES DISABLED TRUE)
 endif()
+
+# rdma-core's own rdma_cm tests (python3-pyverbs' test_rdmacm.py), unmodified: every one runs
+# and passes (none skipped). They find their device's netdev through the view; two processes
+# each, and they use rdma_cm port 7471, so a RoCE port of their own.
+add_test(NAME discovery_pyverbs_rdmacm
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/discovery/pyverbs-rdmacm.sh ${CMAKE_BINARY_DIR}/bin/uroce-run)
+set_tests_properties(discovery_pyverbs_rdmacm PROPERTIES LABELS "shim;integration" TIMEOUT 360
+                     ENVIRONMENT UROCE_UDP_PORT=28725
+                     PASS_REGULAR_EXPRESSION "pyverbs-rdmacm.sh: all [0-9]+ tests of")
+if(UROCE_SANITIZE STREQUAL "thread")
+  set_tests_properties(discovery_pyverbs_rdmacm PROPERTIES DISABLED TRUE)
+endif()
