@@ -17,7 +17,7 @@ add_test(NAME discovery_consistent
   COMMAND ${CMAKE_BINARY_DIR}/bin/uroce-run /usr/bin/python3
           ${CMAKE_CURRENT_SOURCE_DIR}/discovery/consistent.py)
 set_tests_properties(discovery_consistent PROPERTIES LABELS "shim;integration" TIMEOUT 60
-                     PASS_REGULAR_EXPRESSION "discovery: consistent")
+                     ENVIRONMENT UROCE_UDP_PORT=28727 PASS_REGULAR_EXPRESSION "discovery: consistent")
 if(UROCE_SANITIZE STREQUAL "thread")
   set_tests_properties(discovery_consistent PROPERTIES DISABLED TRUE)
 endif()
@@ -32,4 +32,22 @@ set_tests_properties(discovery_pyverbs_rdmacm PROPERTIES LABELS "shim;integratio
                      PASS_REGULAR_EXPRESSION "pyverbs-rdmacm.sh: all [0-9]+ tests of")
 if(UROCE_SANITIZE STREQUAL "thread")
   set_tests_properties(discovery_pyverbs_rdmacm PROPERTIES DISABLED TRUE)
+endif()
+
+# RDMA netlink for the same devices (verbs-shim/nldev.h), pure: rxe's answers byte for byte,
+# the kernel's errors, malformed requests answered and counted.
+uroce_test(test_nldev SOURCES test_nldev.c $<TARGET_OBJECTS:uroce_nldev> LABELS "shim")
+target_include_directories(test_nldev PRIVATE ${IBVERBS_INCLUDE_DIRS})
+target_compile_definitions(test_nldev PRIVATE UROCE_VERSION="${PROJECT_VERSION}")
+
+# Under uroce-run: rdma dev/link/res/system show list every device with rxe's fields, as sysfs
+# holds them; the socket from Python (netlink.py, with pyverbs for the resource counts); ip's
+# output (NETLINK_ROUTE) unchanged.
+add_test(NAME discovery_netlink
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/discovery/netlink.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          ${CMAKE_CURRENT_SOURCE_DIR}/discovery/rxe-reference.txt)
+set_tests_properties(discovery_netlink PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                     ENVIRONMENT UROCE_UDP_PORT=28726 PASS_REGULAR_EXPRESSION "^netlink.sh: rdma lists every uroce device")
+if(UROCE_SANITIZE STREQUAL "thread")
+  set_tests_properties(discovery_netlink PROPERTIES DISABLED TRUE)
 endif()

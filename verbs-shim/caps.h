@@ -35,6 +35,13 @@
 
 #define UROCE_QPN_MULTICAST 0xffffff
 
+/* ibv_device_attr.device_cap_flags, and the CAP_FLAGS of the device's RDMA netlink answer (the
+ * kernel's IB_DEVICE_* bits, which these IBV_DEVICE_* values equal). */
+#define UROCE_DEVICE_CAP_FLAGS                                                                     \
+	(IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR | IBV_DEVICE_PORT_ACTIVE_EVENT |      \
+	 IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |           \
+	 IBV_DEVICE_XRC)
+
 /* The only port of a device (rxe has one, RXE_NUM_PORT). */
 #define UROCE_PORT_NUM 1
 /* P_Key table: the default full-membership P_Key only, IBA 10.9.1.2. */
@@ -45,5 +52,20 @@
 /* Nominal 1X 25 Gb/s (EDR lane): uroce does not measure the interface's speed. */
 #define UROCE_ACTIVE_WIDTH 1  /* 1X */
 #define UROCE_ACTIVE_SPEED 32 /* EDR, 25.78 Gb/s */
+
+/*
+ * The objects counted per device for RDMA_NLDEV_CMD_RES_GET, in the order the kernel's
+ * fill_res_info() lists them (its names[] over enum rdma_restrack_type, less COUNTER).
+ */
+enum uroce_res {
+	UROCE_RES_PD,
+	UROCE_RES_CQ,
+	UROCE_RES_QP,
+	UROCE_RES_CM_ID,
+	UROCE_RES_MR,
+	UROCE_RES_CTX,
+	UROCE_RES_SRQ,
+	UROCE_RES_NUM
+};
 
 #endif

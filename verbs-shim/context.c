@@ -126,7 +126,13 @@ UROCE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	context_ops(ctx);
 	/* Without a link listener the context works, only without port events (reported). */
 	ctx->port_events = !uroce_port_events_register(ctx);
+	uroce_res_add(context, UROCE_RES_CTX, 1);
 	return context;
+}
+
+UROCE_EXPORT void uroce_res_count(struct ibv_context *context, enum uroce_res r, int delta)
+{
+	uroce_res_add(context, r, delta);
 }
 
 UROCE_EXPORT int ibv_close_device(struct ibv_context *context)
@@ -136,6 +142,7 @@ UROCE_EXPORT int ibv_close_device(struct ibv_context *context)
 	/* Like rdma-core, objects still open on the context are the application's leak. */
 	if (ctx->port_events)
 		uroce_port_events_unregister(ctx);
+	uroce_res_add(context, UROCE_RES_CTX, -1);
 	close(context->cmd_fd);
 	uroce_evq_destroy(&ctx->async);
 	pthread_mutex_destroy(&context->mutex);

@@ -340,6 +340,7 @@ static struct uroce_cq *cq_create(struct ibv_context *context, int cqe, void *cq
 		channel->refcnt++;
 		pthread_mutex_unlock(&context->mutex);
 	}
+	uroce_res_add(context, UROCE_RES_CQ, 1);
 	return cq;
 }
 
@@ -431,6 +432,7 @@ UROCE_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		ibcq->channel->refcnt--;
 		pthread_mutex_unlock(&context->mutex);
 	}
+	uroce_res_add(context, UROCE_RES_CQ, -1);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);

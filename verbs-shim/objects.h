@@ -147,6 +147,12 @@ static inline struct uroce_context *to_uctx(struct ibv_context *ctx)
 	return uroce_container_of(ctx, struct uroce_context, vctx.context);
 }
 
+/* An object of kind @r was created (@delta 1) or destroyed (-1) on @ctx's device. */
+static inline void uroce_res_add(struct ibv_context *ctx, enum uroce_res r, int delta)
+{
+	uroce_device_res(to_uctx(ctx)->dev, r, delta);
+}
+
 static inline struct uroce_pd *to_upd(struct ibv_pd *pd)
 {
 	return uroce_container_of(pd, struct uroce_pd, pd);

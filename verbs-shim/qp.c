@@ -193,6 +193,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	pthread_mutex_init(&base->mutex, NULL);
 	pthread_cond_init(&base->cond, NULL);
 	uroce_qp_ex_init(qp);
+	uroce_res_add(context, UROCE_RES_QP, 1);
 	return base;
 }
 
@@ -241,6 +242,7 @@ UROCE_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->xrc)
 		uroce_xrc_domain_del_tgt(qp->xrc, qp);
 	uses(qp, false);
+	uroce_res_add(ibqp->context, UROCE_RES_QP, -1);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);

@@ -30,9 +30,7 @@ static void device_attr(struct uroce_context *ctx, struct ibv_device_attr *attr)
 	attr->hw_ver = 0;
 	attr->max_qp = UROCE_MAX_QP;
 	attr->max_qp_wr = UROCE_MAX_QP_WR;
-	attr->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
-				 IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-				 IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_XRC;
+	attr->device_cap_flags = UROCE_DEVICE_CAP_FLAGS;
 	attr->max_sge = UROCE_MAX_SGE;
 	attr->max_sge_rd = UROCE_MAX_SGE;
 	attr->max_cq = UROCE_MAX_CQ;

@@ -27,19 +27,10 @@
 static const char *const roots[] = {CLASS_IB,       CLASS_UVERBS, DEVICES_IB,
 				    DEVICES_UVERBS, DEVICES_NET,  DEV_IB};
 
-/* The kernel's uverbs ABI version (/sys/class/infiniband_verbs/abi_version,
- * IB_USER_VERBS_ABI_VERSION). */
-#define UVERBS_CLASS_ABI 6
-/* The per-device uverbs ABI version rxe registers (RXE_UVERBS_ABI_VERSION). */
-#define UVERBS_DEV_ABI 2
-
 /* What ibv_devinfo prints as board_id. */
 #define UROCE_BOARD_ID "uroce_soft_roce"
 /* node_desc: the driver's name, as rxe's reads "rxe". */
 #define UROCE_NODE_DESC "uroce"
-/* /dev/infiniband/rdma_cm: a misc device (major 10); the minor the kernel gave rxe's host. */
-#define RDMA_CM_MAJOR 10
-#define RDMA_CM_MINOR 124
 
 /* Match @path against the root @root: the rest after it ("" for the root itself), or NULL. */
 static const char *under(const char *path, const char *root)
@@ -342,7 +333,7 @@ static int uverbs_node(const struct uroce_sysview_dev *d, const char *rest,
 		dir_add(nd, DT_LNK, "subsystem");
 		dir_add(nd, DT_REG, "uevent");
 	} else if (!strcmp(rest, "abi_version")) {
-		node_file(nd, "%d\n", UVERBS_DEV_ABI);
+		node_file(nd, "%d\n", UROCE_UVERBS_DEV_ABI);
 	} else if (!strcmp(rest, "dev")) {
 		node_file(nd, "%d:%u\n", UROCE_UVERBS_MAJOR, minor);
 	} else if (!strcmp(rest, "ibdev")) {
@@ -484,7 +475,7 @@ static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_
 			return 0;
 		}
 		if (!strcmp(rest, "abi_version")) {
-			node_file(nd, "%d\n", UVERBS_CLASS_ABI);
+			node_file(nd, "%d\n", UROCE_UVERBS_CLASS_ABI);
 			return 0;
 		}
 		if (!(d = dev_of_uverbs(v, rest)))
@@ -540,8 +531,8 @@ static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_
 		nd->kind = UROCE_SV_CHR;
 		nd->mode = 0666;
 		if (!strcmp(rest, "rdma_cm")) {
-			nd->major = RDMA_CM_MAJOR;
-			nd->minor = RDMA_CM_MINOR;
+			nd->major = UROCE_RDMA_CM_MAJOR;
+			nd->minor = UROCE_RDMA_CM_MINOR;
 		} else if ((d = dev_of_uverbs(v, rest))) {
 			nd->major = UROCE_UVERBS_MAJOR;
 			nd->minor = UROCE_UVERBS_MINOR_BASE + d->index;

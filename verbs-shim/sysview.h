@@ -111,5 +111,14 @@ int uroce_sysview_resolve(const struct uroce_sysview *v, const char *path, bool 
 /* The character device numbers of /dev/infiniband/uverbsN: the kernel's, major 231 from 192. */
 #define UROCE_UVERBS_MAJOR      231
 #define UROCE_UVERBS_MINOR_BASE 192
+/* /dev/infiniband/rdma_cm: a misc device (major 10); the minor the kernel gave rxe's host. */
+#define UROCE_RDMA_CM_MAJOR 10
+#define UROCE_RDMA_CM_MINOR 124
+/* The kernel's uverbs ABI version (/sys/class/infiniband_verbs/abi_version,
+ * IB_USER_VERBS_ABI_VERSION). */
+#define UROCE_UVERBS_CLASS_ABI 6
+/* The per-device uverbs ABI version rxe registers (RXE_UVERBS_ABI_VERSION):
+ * uverbsN/abi_version, and the CHARDEV_ABI of RDMA netlink's GET_CHARDEV. */
+#define UROCE_UVERBS_DEV_ABI 2
 
 #endif

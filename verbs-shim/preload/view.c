@@ -18,8 +18,7 @@ static bool maybe_ours(const char *path)
 	return !strncmp(path, "sys/", 4) || !strncmp(path, "dev/", 4);
 }
 
-/* The devices of this host now, as libibverbs lists them (device.c uroce_devices_scan). */
-static int scan(struct uroce_sysview_dev **out, int *n)
+int preload_devices(struct uroce_sysview_dev **out, int *n)
 {
 	struct uroce_sysview_dev *devs;
 	struct uroce_iface *ifs;
@@ -88,7 +87,7 @@ int preload_resolve(const char *path, bool follow, struct uroce_sysview_node *no
 
 	if (!maybe_ours(path) || !passes_through(path))
 		return PRELOAD_NOT_OURS;
-	err = scan(&devs, &n);
+	err = preload_devices(&devs, &n);
 	if (err)
 		return -err;
 	v.devs = devs;

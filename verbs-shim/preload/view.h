@@ -2,7 +2,8 @@
 /*
  * Which paths liburoce-preload.so answers, and how: the kernel's view of this host's uroce
  * devices (sysview.h), built afresh from the interfaces at each call so that it always agrees
- * with what uroce's libibverbs lists (both read the same interfaces, iface.h).
+ * with what uroce's libibverbs lists (both read the same interfaces, iface.h). RDMA netlink
+ * (netlink.c) answers from the same devices.
  */
 #ifndef UROCE_PRELOAD_VIEW_H
 #define UROCE_PRELOAD_VIEW_H
@@ -11,6 +12,13 @@
 #include <stddef.h>
 
 #include "verbs-shim/sysview.h"
+
+/*
+ * The devices of this host now, as libibverbs lists them (device.c uroce_devices_scan), in
+ * uverbs order: what the tree (below) and RDMA netlink (netlink.c) are built from. On success
+ * *out is a malloc'ed array of *n devices. Returns 0 or an errno value (uroce_ifaces_read's).
+ */
+int preload_devices(struct uroce_sysview_dev **out, int *n);
 
 /* Outcomes of preload_resolve, besides UROCE_SV_NODE and UROCE_SV_REAL. */
 #define PRELOAD_NOT_OURS UROCE_SV_OUTSIDE

@@ -187,6 +187,9 @@ static void bind_end(struct cma_id *c, int err, const struct uroce_service *s,
 	set_port(&c->id.route.addr.src_addr, s->port);
 	c->id.verbs = verbs;
 	c->id.pd = verbs ? cma_default_pd(verbs) : NULL; /* made by bind_start */
+	/* Counted on its device from now on, as the kernel's cma_attach_to_dev() tracks it. */
+	if (verbs)
+		uroce_res_count(verbs, UROCE_RES_CM_ID, 1);
 	c->id.port_num = port_num;
 	c->state = CMA_BOUND;
 	c->bound = true;

@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "verbs-shim/device.h"
 #include "verbs-shim/mad.h"
 
 struct cma_event {

@@ -64,6 +64,8 @@ UROCE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		return -1;
 	}
 	c = to_cma_id(id);
+	if (id->verbs)
+		uroce_res_count(id->verbs, UROCE_RES_CM_ID, -1);
 	cma_resolve_cancel(c);
 	cma_conn_forget(c);
 	cma_events_drain(id);
