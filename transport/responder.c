@@ -35,6 +35,10 @@ enum resp_step {
 };
 
 /* What the machine carries from step to step for one packet. */
+/* wc.sl of a UD receive: mlx5's L3 header types (complete_recv). */
+#define ROCE_WC_SL_IPV6 1
+#define ROCE_WC_SL_IPV4 2
+
 struct resp_ctx {
 	const struct roce_pkt *pkt;
 	const struct roce_ipudp *ip;
@@ -69,8 +73,16 @@ static void complete_recv(struct roce_qp *qp, const struct resp_ctx *c, enum ibv
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->imm_be;
 	}
-	if (qp->type == IBV_QPT_UD)
+	if (qp->type == IBV_QPT_UD) {
 		wc.wc_flags |= IBV_WC_GRH;
+		/*
+		 * The L3 header type of a RoCE v2 frame in sl, as mlx5 reports it (its CQE's
+		 * L3_Header_Type: 2 IPv4, 1 IPv6): UCX's UD transport reads it there to find the
+		 * destination address in the GRH area (uct_ud_iface_check_grh) and drops an IPv4
+		 * frame whose sl says otherwise. IBA gives RoCE no SL; nothing else reads it.
+		 */
+		wc.sl = c->ip && roce_ipudp_is_v4(c->ip) ? ROCE_WC_SL_IPV4 : ROCE_WC_SL_IPV6;
+	}
 	qp->resp.have_wqe = false;
 	qp->env->complete(qp->ctx, true, &wc, pkt->bth.se);
 }

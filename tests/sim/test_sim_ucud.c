@@ -115,6 +115,8 @@ Test(sim_ucud, ud_send_grh_and_src_qp)
 	cr_assert_eq(wc.byte_len, 40 + 1024, "byte_len counts the GRH");
 	cr_assert_eq(wc.src_qp, p.a->core.qpn);
 	cr_assert(wc.wc_flags & IBV_WC_GRH);
+	/* mlx5's L3 header type of an IPv4 frame, where UCX's UD transport reads it. */
+	cr_assert_eq(wc.sl, 2);
 	cr_assert(wc.wc_flags & IBV_WC_WITH_IMM);
 	cr_assert_eq(be32toh(wc.imm_data), 0xCAFE);
 	cr_assert_eq(memcmp(p.bbuf + 40, p.abuf, 1024), 0);
