@@ -231,6 +231,16 @@ static void pace_handovers(struct uroce_progress *p, uint64_t now)
 	atomic_store(&p->handover_polls, polls);
 }
 
+/* Under the receive lock: the backend receives again from its next wait on. */
+static void take_back(struct uroce_progress *p)
+{
+	atomic_store(&p->want_app, false);
+	atomic_store(&p->app_rx, false);
+	on_drain(p->handed_fd);
+	if (p->ops->polling_ended)
+		p->ops->polling_ended(p->arg);
+}
+
 /*
  * Under the receive lock: give the sockets to the polling threads that asked for them once the
  * backend has let them go, take them back when the polls pause for the idle window. Returns
@@ -241,8 +251,18 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 	uint64_t next = uroce_timers_next(&p->timers);
 
 	if (atomic_load(&p->app_rx)) {
-		uint64_t idle_at = poll_idle_at(p, now);
+		uint64_t idle_at;
 
+		/*
+		 * A socket came while the application's threads have them: a thread asleep in
+		 * uroce_progress_wait() polls the ones it had, so the backend takes all of them
+		 * back until the next hand-over, which includes the new one.
+		 */
+		if (atomic_exchange(&p->sockets_added, false)) {
+			take_back(p);
+			return next;
+		}
+		idle_at = poll_idle_at(p, now);
 		if (now < idle_at)
 			return idle_at < next ? idle_at : next;
 		/* Nobody polls: the backend receives again from its next wait on. A thread that
@@ -253,12 +273,10 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 		 */
 		if (atomic_exchange(&p->unpolled, false))
 			atomic_store(&p->waiter_follows, false);
-		atomic_store(&p->want_app, false);
-		atomic_store(&p->app_rx, false);
-		on_drain(p->handed_fd);
-		if (p->ops->polling_ended)
-			p->ops->polling_ended(p->arg);
+		take_back(p);
 	} else if (atomic_load(&p->want_app) && p->backend->release(p)) {
+		/* Threads that poll from now on find every socket added so far. */
+		atomic_store(&p->sockets_added, false);
 		atomic_store(&p->app_rx, true);
 		signal_fd(p->handed_fd);
 		p->idle_ns = POLL_IDLE_MIN_NS;
@@ -511,6 +529,7 @@ int uroce_progress_add_udp(struct uroce_progress *p, const struct uroce_udp *s)
 	} else {
 		p->udp[n].sock = *s;
 		atomic_store_explicit(&p->udp_count, n + 1, memory_order_release);
+		atomic_store(&p->sockets_added, true); /* hand_over */
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!err && !uroce_progress_on_thread(p))

@@ -69,6 +69,7 @@ struct uroce_progress {
 	/* The hand-over (uroce_progress_poll): a polling thread wants the sockets, has them. */
 	atomic_bool want_app;
 	atomic_bool app_rx;         /* written under rx_lock */
+	atomic_bool sockets_added;  /* since the last hand-over (progress.c: hand_over) */
 	_Atomic uint64_t last_poll; /* uroce_now() of the latest uroce_progress_poll() */
 	/*
 	 * Threads in uroce_progress_wait() (they count as polling all the while); an

@@ -479,6 +479,78 @@ Test(progress, epoll_cancelled_waiter_gives_the_sockets_back)
 	cancelled_waiter_gives_the_sockets_back(UROCE_BACKEND_EPOLL);
 }
 
+static struct uroce_progress *adding; /* add_on_thread adds sock2 to it */
+static atomic_int add_err = -1;
+
+/* A watch's callback on the progress thread adds a socket, as a takeover binds the hub's. */
+static void add_on_thread(void *arg)
+{
+	uint64_t v;
+
+	if (read(*(int *)arg, &v, sizeof(v)) == sizeof(v))
+		atomic_store(&add_err, uroce_progress_add_udp(adding, &sock2));
+}
+
+/*
+ * A socket added while a thread blocked in uroce_progress_wait() holds the sockets (a
+ * takeover makes a process the hub, whose CQ thread sleeps in ibv_get_cq_event): its ppoll
+ * does not have the new socket, so the progress thread takes the sockets back and receives
+ * on it. The waiter waits for ever, before and after.
+ */
+static void socket_added_while_a_thread_waits(enum uroce_backend backend)
+{
+	struct uroce_progress *p;
+	struct uroce_watch *add_watch;
+	int add_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	uint64_t one = 1;
+	pthread_t t;
+
+	cr_assert_geq(add_fd, 0);
+	open_sock(&sock);
+	open_sock(&sock2);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
+	adding = p;
+	add_watch = uroce_progress_watch(p, add_fd, add_on_thread, &add_fd);
+	cr_assert_not_null(add_watch);
+	test_thread = 0;
+	cr_assert_eq(pthread_create(&t, NULL, wait_for_ever, p), 0);
+	test_thread = t;
+	/* Until the waiter holds the sockets: it receives one of these. */
+	for (int sent = 0; sent < 200 && !atomic_load(&on_test_thread); sent++) {
+		send_n(1);
+		wait_received(sent + 1);
+	}
+	cr_assert_gt(atomic_load(&on_test_thread), 0, "the waiter never received");
+	cr_assert_eq(write(add_fd, &one, sizeof(one)), sizeof(one));
+	for (int i = 0; i < 200 && atomic_load(&add_err) < 0; i++)
+		usleep(1000);
+	cr_assert_eq(atomic_load(&add_err), 0, "the socket was not added");
+	int before = atomic_load(&received);
+
+	send_to(sock2.port, 1);
+	wait_received(before + 1);
+	cr_assert_eq(atomic_load(&received), before + 1,
+		     "nobody received on the socket added while a thread waited");
+	cr_assert_eq(atomic_load(&bad_payload), 0);
+	cr_assert_eq(pthread_cancel(t), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	uroce_progress_unwatch(p, add_watch);
+	uroce_progress_stop(p);
+	close(add_fd);
+	uroce_udp_close(&sock2);
+	uroce_udp_close(&sock);
+}
+
+Test(progress, io_uring_socket_added_while_a_thread_waits)
+{
+	socket_added_while_a_thread_waits(UROCE_BACKEND_IO_URING);
+}
+
+Test(progress, epoll_socket_added_while_a_thread_waits)
+{
+	socket_added_while_a_thread_waits(UROCE_BACKEND_EPOLL);
+}
+
 /* A signal handler interrupts the wait: EINTR, for the caller to decide (SA_RESTART). */
 Test(progress, signal_interrupts_a_wait)
 {

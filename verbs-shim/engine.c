@@ -182,9 +182,9 @@ static void open_net(void)
 __attribute__((destructor)) static void close_net(void)
 {
 	if (uroce_engine_ep && !atomic_load(&in_child)) {
+		log_totals(); /* first: uroce_engine_stats reads the endpoint only while ready */
 		/* No new entry into the engine; a thread waiting in it leaves (progress.h). */
 		atomic_store(&uroce_engine_ready, false);
-		log_totals();
 		uroce_net_close(uroce_engine_ep);
 	}
 }
