@@ -238,7 +238,7 @@ static void requeue_outstanding(struct uroce_rdv *r)
 	rdv_cm_requeue(r);
 }
 
-/* The hold after a takeover is over: what no listener took is rdv_answered (rdv_int.h). */
+/* A held request's deadline: those past theirs are answered (rdv_int.h: rdv_held_req). */
 static void on_hold_end(struct uroce_timer *t, uint64_t now)
 {
 	(void)now;

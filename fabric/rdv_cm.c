@@ -152,10 +152,20 @@ int rdv_cm_dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service
 	case UROCE_SERVICE_UNBIND:
 		e = find(r->dir, r->ndir, owner, s);
 		if (e)
-			rdv_cm_remove_at(r->dir, &r->ndir, e);
+			rdv_cm_dir_remove(r, e);
 		return 0;
 	}
 	return EINVAL;
+}
+
+void rdv_cm_dir_remove(struct uroce_rdv *r, struct rdv_svc *e)
+{
+	if (e->listening) {
+		r->recent[r->recent_next] =
+			(struct rdv_recent_listen){.svc = e->svc, .at = uroce_now()};
+		r->recent_next = (r->recent_next + 1) % RDV_RECENT_LISTENS;
+	}
+	rdv_cm_remove_at(r->dir, &r->ndir, e);
 }
 
 /* This process's own list after @op on @s succeeded. */
@@ -201,6 +211,48 @@ static struct rdv_svc *listener(struct uroce_rdv *r, uint64_t sid, const uint8_t
 	return wild;
 }
 
+/*
+ * Hub: whether a listener for @sid at @dgid is probably on its way at @at (rdv_int.h,
+ * RDV_LISTEN_WAIT_NS): the service is bound there and not listening, or its port (in any port
+ * space) listened there lately.
+ */
+static bool listen_expected(const struct uroce_rdv *r, uint64_t sid, const uint8_t dgid[16],
+			    uint64_t at)
+{
+	enum cm_port_space ps;
+	uint16_t port;
+
+	if (!cm_service_split(sid, &ps, &port))
+		return false;
+	for (uint32_t i = 0; i < r->ndir; i++) {
+		const struct uroce_service *b = &r->dir[i].svc;
+
+		if (!r->dir[i].listening && b->ps == ps && b->port == port && overlap(b->gid, dgid))
+			return true;
+	}
+	for (uint32_t i = 0; i < RDV_RECENT_LISTENS; i++) {
+		const struct rdv_recent_listen *l = &r->recent[i];
+
+		/* Any port space: perftest -R's UD test listens for SIDR (RDMA_PS_UDP) on the
+		 * port of its exchange connection (RDMA_PS_TCP). */
+		if (l->at && at < l->at + RDV_RELISTEN_NS && l->svc.port == port &&
+		    overlap(l->svc.gid, dgid))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Hub: until when the request in @rx for @sid, which nobody listens for, is held (rdv_int.h),
+ * or 0. From the time it first arrived, so that routing it again keeps its deadline.
+ */
+static uint64_t hold_deadline(const struct uroce_rdv *r, uint64_t sid, const struct uroce_rx *rx)
+{
+	if (rx->now < r->hold_until)
+		return r->hold_until;
+	return listen_expected(r, sid, rx->ip.dgid, rx->now) ? rx->now + RDV_LISTEN_WAIT_NS : 0;
+}
+
 /* The MAD in @rx if it is one a GSI takes, else NULL. */
 static const uint8_t *mad_of(const struct uroce_rx *rx)
 {
@@ -216,12 +268,27 @@ static enum uroce_rdv_route to(struct uroce_rdv *r, struct conn *owner, const st
 	return UROCE_RDV_FORWARDED;
 }
 
-/* Hub: keep @rx for rdv_cm_retry_held (rdv_int.h); false if there is no room for it. */
-static bool hold_request(struct uroce_rdv *r, const struct uroce_rx *rx)
+/* Hub: the timer for the earliest held request's deadline (rdv.c: on_hold_end). */
+static void arm_hold_end(struct uroce_rdv *r)
+{
+	uint64_t first = UINT64_MAX;
+
+	for (uint32_t i = 0; i < r->nheld_reqs; i++)
+		if (r->held_reqs[i].until < first)
+			first = r->held_reqs[i].until;
+	if (first != UINT64_MAX)
+		uroce_timers_arm(uroce_progress_timers(r->progress), &r->hold_end, first);
+}
+
+/*
+ * Hub: keep @rx until @until for rdv_cm_retry_held (rdv_int.h); false if it is past or there
+ * is no room for it.
+ */
+static bool hold_request(struct uroce_rdv *r, const struct uroce_rx *rx, uint64_t until)
 {
 	struct rdv_held_req *h;
 
-	if (rx->len > RDV_HELD_BYTES || r->nheld_reqs == RDV_HELD_REQS)
+	if (until <= uroce_now() || rx->len > RDV_HELD_BYTES || r->nheld_reqs == RDV_HELD_REQS)
 		return false;
 	if (!r->held_reqs) {
 		r->held_reqs = calloc(RDV_HELD_REQS, sizeof(*r->held_reqs));
@@ -230,8 +297,10 @@ static bool hold_request(struct uroce_rdv *r, const struct uroce_rx *rx)
 	}
 	h = &r->held_reqs[r->nheld_reqs++];
 	h->rx = *rx;
+	h->until = until;
 	memcpy(h->bytes, rx->roce, rx->len);
 	h->rx.roce = h->bytes;
+	arm_hold_end(r);
 	return true;
 }
 
@@ -240,15 +309,15 @@ void rdv_cm_retry_held(struct uroce_rdv *r, bool final)
 	struct rdv_held_req *again;
 	uint32_t n = r->nheld_reqs;
 
-	if (final)
-		r->hold_until = 0;
 	if (!n || (!final && !r->listens_added))
 		return;
 	r->listens_added = false;
 	/* Routing may hold a request again: from a copy, into the emptied list. */
 	again = malloc(n * sizeof(*again));
-	if (!again)
+	if (!again) {
+		arm_hold_end(r); /* tried again at the next deadline */
 		return;
+	}
 	memcpy(again, r->held_reqs, n * sizeof(*again));
 	r->nheld_reqs = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -278,7 +347,7 @@ enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx
 		l = listener(r, route.service_id, rx->ip.dgid, &served);
 		if (l)
 			return to(r, l->owner, rx);
-		if (rx->now < r->hold_until && hold_request(r, rx))
+		if (hold_request(r, rx, hold_deadline(r, route.service_id, rx)))
 			return UROCE_RDV_HELD;
 		/*
 		 * Someone listens on the service, but not at this address (or family): the

@@ -143,7 +143,7 @@ void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c)
 	c->cm = NULL;
 	for (uint32_t i = 0; i < r->ndir;)
 		if (r->dir[i].owner == c)
-			rdv_cm_remove_at(r->dir, &r->ndir, &r->dir[i]);
+			rdv_cm_dir_remove(r, &r->dir[i]);
 		else
 			i++;
 }

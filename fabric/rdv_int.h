@@ -70,6 +70,8 @@ struct conn {
 	struct conn *next;
 };
 
+#define RDV_RECENT_LISTENS 16 /* rdv_held_req: the listens a hub remembers lately */
+
 struct uroce_rdv {
 	uint16_t port;
 	struct uroce_progress *progress;
@@ -136,25 +138,41 @@ struct uroce_rdv {
 	pid_t hub_conns_pid;            /* the hub they are of */
 	/* Hub after a takeover, until hold_until: requests held for want of a listener. */
 	uint64_t hold_until;
-	struct uroce_timer hold_end;
+	struct uroce_timer hold_end;    /* the earliest held request's deadline */
 	struct rdv_held_req *held_reqs; /* RDV_HELD_REQS, allocated when first needed */
 	uint32_t nheld_reqs;
 	bool listens_added; /* a listen registered since the held requests were last tried */
+	/* Hub: listens the directory lost lately (RDV_RELISTEN_NS), oldest overwritten first. */
+	struct rdv_recent_listen {
+		struct uroce_service svc;
+		uint64_t at; /* 0: empty */
+	} recent[RDV_RECENT_LISTENS];
+	uint32_t recent_next;
 };
 
 /*
- * After a takeover the other processes register their bindings and listens again with the new
- * hub. Until they are in (or the grace period ends), a connection request for a service nobody
- * listens on is held instead of rejected, and tried again as listens register: otherwise a REQ
- * that reached the new hub a moment before its listener's registration would be refused with
- * REJ "invalid service ID". At most RDV_HELD_REQS, for RDV_HOLD_NS after the takeover; then
- * what is still held is rejected, as the kernel rejects at once.
+ * A connection request (REQ, SIDR_REQ) for a service nobody listens on is held instead of
+ * rejected, and tried again as listens register, when its listener is probably on its way:
+ * - after a takeover, for RDV_HOLD_NS: the other processes register their bindings and
+ *   listens again with the new hub, and a REQ that reached it a moment before its listener's
+ *   registration would be refused with REJ "invalid service ID";
+ * - for RDV_LISTEN_WAIT_NS, when the service is bound at the request's address but not yet
+ *   listening, or its port (in any port space) had a listener there less than RDV_RELISTEN_NS
+ *   before: programs that tell
+ *   their peer the port before they listen (Debian's qperf 0.4.11: cm_open_server sends it
+ *   after rdma_bind_addr) or listen anew for each connection (qperf, perftest -R) race with
+ *   their peer's connect, a race the kernel's slower address resolution mostly hides.
+ * At most RDV_HELD_REQS; what is still held at its deadline is rejected as the kernel rejects
+ * at once. A request for a service nobody bound or listened on lately is rejected at once.
  */
-#define RDV_HELD_REQS  16
-#define RDV_HOLD_NS    (500 * 1000000ull) /* the others reconnect within milliseconds */
-#define RDV_HELD_BYTES 512                /* a CM datagram: BTH, DETH, a 256-byte MAD, ICRC */
+#define RDV_HELD_REQS      16
+#define RDV_HOLD_NS        (500 * 1000000ull) /* the others reconnect within milliseconds */
+#define RDV_LISTEN_WAIT_NS (500 * 1000000ull)
+#define RDV_RELISTEN_NS    (1000 * 1000000ull)
+#define RDV_HELD_BYTES     512 /* a CM datagram: BTH, DETH, a 256-byte MAD, ICRC */
 struct rdv_held_req {
-	struct uroce_rx rx; /* rx.roce points at bytes */
+	struct uroce_rx rx; /* rx.roce points at bytes; rx.now: when it first arrived */
+	uint64_t until;     /* rejected from then on */
 	uint8_t bytes[RDV_HELD_BYTES];
 };
 
@@ -188,7 +206,8 @@ void rdv_cm_hub_service(struct uroce_rdv *r, struct conn *c, size_t n);
 
 /*
  * Hub: route the held requests again (RDV_HELD_REQS) if a listen registered since they were
- * last tried, or all of them with @final (RDV_HOLD_NS is over: no more holding). Not under
+ * last tried, or all of them with @final (a deadline passed: those past theirs are rejected,
+ * the others held again). Not under
  * r->lock: routing may deliver to this process.
  */
 void rdv_cm_retry_held(struct uroce_rdv *r, bool final);
@@ -303,6 +322,9 @@ void rdv_cm_remove_at(struct rdv_svc *list, uint32_t *n, struct rdv_svc *e);
 /* Hub: @op on @s for @owner (NULL: the hub itself). 0 or an errno; BIND fills a port 0. */
 int rdv_cm_dir_apply(struct uroce_rdv *r, struct conn *owner, enum uroce_service_op op,
 		     struct uroce_service *s);
+
+/* Hub: take @e out of the directory, remembering a listen it had (rdv_held_req). */
+void rdv_cm_dir_remove(struct uroce_rdv *r, struct rdv_svc *e);
 
 /* This process's own list after @op on @s succeeded. */
 void rdv_cm_held_apply(struct uroce_rdv *r, enum uroce_service_op op,

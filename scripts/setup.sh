@@ -12,8 +12,9 @@ PACKAGES=(
 	libibverbs-dev librdmacm-dev ibverbs-providers librdmacm1 ibverbs-utils rdmacm-utils perftest python3-pyverbs binutils
 	# tests and oracles
 	libcriterion-dev tshark python3-scapy iproute2 nftables
-	# RDMA middleware that must find uroce's devices (tests/discovery/tree.sh: ucx_info)
-	ucx-utils
+	# RDMA middleware that runs on uroce unmodified (tests/discovery/tree.sh: ucx_info;
+	# tests/middleware/)
+	ucx-utils qperf
 	# backtraces of a test program that hangs (tests/shim/bounded.sh)
 	gdb
 	# interop suite: boot Debian's kernel with rdma_rxe in qemu (TCG) from a busybox initramfs

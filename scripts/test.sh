@@ -17,9 +17,9 @@ for kind in "${kinds[@]}"; do
 	echo "== $kind: build"
 	"$top/scripts/build.sh" "$kind"
 	echo "== $kind: test"
-	# The compatibility matrix's extra runs (label compat-extra) are left out: the whole
-	# matrix is `ctest -L compat-full` (tests/compat.cmake).
-	label=(-LE compat-extra)
+	# The long matrices' extra runs are left out: `ctest -L compat-full` (tests/compat.cmake)
+	# and `ctest -L middleware-full` (tests/middleware.cmake) run them.
+	label=(-LE '^(compat-extra|middleware-full)$')
 	# The fuzz tree exists to run the fuzzers; its other tests ran in the trees above.
 	[[ $kind == fuzz ]] && label=(-L fuzz)
 	[[ $kind == tsan ]] && label=(-L tsan)

@@ -610,3 +610,98 @@ Test(rdv, new_hub_holds_requests_until_listens_register, .fini = close_hub)
 	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
 	close(fd);
 }
+
+static void open_24836(void)
+{
+	open_hub("24836");
+}
+
+/* Whether the fake process on @fd gets a frame within @ms (records of other types skipped). */
+static bool frame_within(int fd, int ms)
+{
+	_Alignas(8) uint8_t buf[512];
+
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+		if (poll(&pfd, 1, ms) != 1)
+			return false;
+		if (recv(fd, buf, sizeof(buf), 0) <= 0)
+			return false;
+		if (((struct rdv_hdr *)buf)->type == RDV_FRAME)
+			return true;
+	}
+}
+
+static uint64_t ms_now(void)
+{
+	return uroce_now() / 1000000u;
+}
+
+/* The hub sends a REQ numbered @tid for TCP port @port of this host. */
+static void send_req(uint64_t tid, uint16_t port, uint32_t id)
+{
+	struct cm_msg m = {.hdr = cm_hdr(CM_ATTR_REQ, tid)};
+
+	m.u.req.local_comm_id = cm_comm_id(uroce_net_comm_tag(net), id);
+	m.u.req.service_id = cm_service_id(CM_PS_TCP, port);
+	send_cm(&m);
+}
+
+/*
+ * A REQ waits for its listener when one is probably on its way (fabric/rdv_int.h,
+ * rdv_held_req): for a service bound but not yet listening (qperf sends its port before it
+ * listens), and for one whose listener closed a moment ago (programs that listen anew for each
+ * connection); it is forwarded when the listen registers, or rejected with REJ 8 when the wait
+ * ends (RDV_LISTEN_WAIT_NS, 500 ms). A REQ for a service nobody bound or listened on is
+ * rejected at once.
+ */
+Test(rdv, requests_wait_for_a_listener_on_its_way, .init = open_24836, .fini = close_hub)
+{
+	struct cm_msg m;
+	uint64_t t0;
+	int fd = rdv_connect(24836);
+
+	hello(fd, 0x3A17);
+	read_table(fd, 0x3A17, &(size_t){0});
+	/* Bound, then listening. */
+	cr_assert_eq(service(fd, 1, UROCE_SERVICE_BIND, 0x4860, NULL), 0);
+	send_req(1, 0x4860, 1);
+	cr_assert_not(frame_within(fd, 100), "a REQ reached a service that does not listen");
+	pthread_mutex_lock(&lock);
+	cr_assert_eq(hub_got_qp1, 0, "the REQ for a bound service was rejected");
+	pthread_mutex_unlock(&lock);
+	cr_assert_eq(service(fd, 2, UROCE_SERVICE_LISTEN, 0x4860, NULL), 0);
+	cr_assert(frame_within(fd, TIMEOUT_MS), "the held REQ did not reach the listener");
+	/* The listener closes; a REQ comes before the service listens again. */
+	cr_assert_eq(service(fd, 3, UROCE_SERVICE_UNBIND, 0x4860, NULL), 0);
+	send_req(2, 0x4860, 2);
+	cr_assert_not(frame_within(fd, 100), "a REQ reached a closed listener");
+	cr_assert_eq(service(fd, 4, UROCE_SERVICE_BIND, 0x4860, NULL), 0);
+	cr_assert_eq(service(fd, 5, UROCE_SERVICE_LISTEN, 0x4860, NULL), 0);
+	cr_assert(frame_within(fd, TIMEOUT_MS), "the REQ did not reach the new listener");
+	pthread_mutex_lock(&lock);
+	cr_assert_eq(hub_got_qp1, 0, "a REQ was rejected while its listener was on its way");
+	pthread_mutex_unlock(&lock);
+
+	/* Nobody bound or listened: REJ 8 at once, well before a wait would have ended. */
+	t0 = ms_now();
+	send_req(3, 0x9997, 3);
+	hub_got(1, &m);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_REJ);
+	cr_assert_eq(m.hdr.tid, 3);
+	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
+	cr_assert_lt(ms_now() - t0, 400, "REJ 8 for nobody's service came late");
+
+	/* Bound and never listening: REJ 8 when the wait ends. */
+	cr_assert_eq(service(fd, 6, UROCE_SERVICE_BIND, 0x4861, NULL), 0);
+	t0 = ms_now();
+	send_req(4, 0x4861, 4);
+	hub_got(2, &m);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_REJ);
+	cr_assert_eq(m.hdr.tid, 4);
+	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
+	cr_assert_geq(ms_now() - t0, 450,
+		      "a REQ for a bound service was rejected before the wait ended");
+	close(fd);
+}

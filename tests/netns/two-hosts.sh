@@ -216,11 +216,11 @@ run_pair() {
 	[[ $prog == cmtime ]] && kill -INT "$server" # its server runs until stopped (rdma-core 44)
 	stop_server "$server" "$client_rc"
 }
-# A run lost to perftest's own race or clock is run again, nine times at most (rdma-cm-ready.sh).
+# A run lost to perftest's clock is run again, nine times at most (rdma-cm-ready.sh).
 attempt=1
 while run_pair
 	((attempt < 10 && (client_rc || server_rc))) &&
-		{ perftest_run_lost "$dir/client.out" "$rdma_cm" || perftest_run_lost "$dir/server.out" 0; }; do
+		{ perftest_run_lost "$dir/client.out" || perftest_run_lost "$dir/server.out"; }; do
 	echo "$prog: run $attempt: $lost_why; again"
 	((attempt++))
 done

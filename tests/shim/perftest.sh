@@ -8,13 +8,11 @@ set -uo pipefail
 
 prog=$4
 . "$(dirname "$0")/two-procs.sh"
-# A run lost to perftest's own race or clock is run again, nine times at most (rdma-cm-ready.sh).
-cm=0
-uses_rdma_cm "${@:5}" && cm=1
+# A run lost to perftest's clock is run again, nine times at most (rdma-cm-ready.sh).
 attempt=1
 while two_procs "$@"
 	((attempt < 10 && (client_rc || server_rc))) &&
-		{ perftest_run_lost "$dir/client.out" "$cm" || perftest_run_lost "$dir/server.out" 0; }; do
+		{ perftest_run_lost "$dir/client.out" || perftest_run_lost "$dir/server.out"; }; do
 	echo "$prog: run $attempt: $lost_why; again"
 	rm -rf "$dir"
 	((attempt++))
