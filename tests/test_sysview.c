@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "verbs-shim/iface.h"
 #include "verbs-shim/sysview.h"
 
 static struct uroce_sysview_dev devs[2];
@@ -26,6 +27,8 @@ static void setup(void)
 	strcpy(devs[0].ifname, "eth0");
 	devs[0].index = 0;
 	devs[0].ifflags = IFF_UP | IFF_RUNNING;
+	devs[0].width = UROCE_WIDTH_1X; /* a 25 Gb/s link (ib_get_eth_speed) */
+	devs[0].speed = UROCE_SPEED_EDR;
 	devs[0].guid = htobe64(0x505400fffe770002ull);
 	devs[0].gids[0].valid = true;
 	devs[0].gids[0].gid.raw[0] = 0xfe;
@@ -37,6 +40,8 @@ static void setup(void)
 	strcpy(devs[1].ifname, "lo");
 	devs[1].index = 1;
 	devs[1].ifflags = IFF_UP;
+	devs[1].width = UROCE_WIDTH_1X; /* no link speed */
+	devs[1].speed = UROCE_SPEED_SDR;
 	devs[1].gids[0].valid = true;
 	devs[1].gids[0].gid.raw[15] = 1;
 }
@@ -114,6 +119,13 @@ Test(sysview, port_files_read_as_rxe)
 	expect_file(PORT("lid"), "0x0\n");
 	expect_file(PORT("sm_sl"), "0\n");
 	expect_file(PORT("rate"), "25 Gb/sec (1X EDR)\n");
+	/* ib_core's rate_show: lanes times the lane's rate, SDR named (Linux 6.1). */
+	expect_file("/sys/class/infiniband/uroce_lo/ports/1/rate", "2.5 Gb/sec (1X SDR)\n");
+	devs[0].width = UROCE_WIDTH_4X;
+	devs[0].speed = UROCE_SPEED_FDR10;
+	expect_file(PORT("rate"), "40 Gb/sec (4X FDR10)\n");
+	devs[0].width = UROCE_WIDTH_1X;
+	devs[0].speed = UROCE_SPEED_EDR;
 	expect_file(PORT("pkeys/0"), "0xffff\n");
 	expect_file(PORT("gids/0"), "fe80:0000:0000:0000:0000:0000:0000:0002\n");
 	expect_file(PORT("gids/15"), "0000:0000:0000:0000:0000:0000:0000:0000\n");

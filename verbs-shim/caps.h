@@ -49,10 +49,6 @@
 #define UROCE_DEFAULT_PKEY 0xffff
 /* RoCE ports: CM supported, IP-based GIDs (what the kernel reports for rxe). */
 #define UROCE_PORT_CAP_FLAGS (IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS)
-/* Nominal 1X 25 Gb/s (EDR lane): uroce does not measure the interface's speed. */
-#define UROCE_ACTIVE_WIDTH 1  /* 1X */
-#define UROCE_ACTIVE_SPEED 32 /* EDR, 25.78 Gb/s */
-
 /*
  * The objects counted per device for RDMA_NLDEV_CMD_RES_GET, in the order the kernel's
  * fill_res_info() lists them (its names[] over enum rdma_restrack_type, less COUNTER).

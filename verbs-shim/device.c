@@ -124,6 +124,8 @@ int uroce_devices_scan(struct uroce_device ***devs, int *n)
 		pthread_mutex_lock(&dev->lock);
 		dev->port.ifflags = f->flags;
 		dev->port.ifmtu = f->mtu;
+		dev->port.width = f->width;
+		dev->port.speed = f->speed;
 		port_update_gids(&dev->port, f);
 		dev->listed = true;
 		pthread_mutex_unlock(&dev->lock);

@@ -34,6 +34,7 @@
 struct uroce_port_state {
 	unsigned int ifflags; /* IFF_* of the interface */
 	int ifmtu;            /* interface MTU in bytes */
+	uint8_t width, speed; /* active width and speed (uroce_iface) */
 	struct uroce_gid_slot gids[UROCE_GID_TBL_LEN];
 };
 

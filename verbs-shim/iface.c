@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -100,6 +102,50 @@ static int iface_mtu(int sock, const char *name)
 	return ifr.ifr_mtu;
 }
 
+/*
+ * The port's active width and speed for an interface of @mbps Mb/s (0: unknown), as the
+ * kernel's ib_get_eth_speed() maps the ethtool link speed for rxe's query_port: an unknown
+ * speed (lo, a virtio NIC) counts as 1000 Mb/s, 1X SDR.
+ */
+static void eth_speed(uint32_t mbps, uint8_t *width, uint8_t *speed)
+{
+	if (!mbps || mbps <= 1000) {
+		*width = UROCE_WIDTH_1X;
+		*speed = UROCE_SPEED_SDR;
+	} else if (mbps <= 10000) {
+		*width = UROCE_WIDTH_1X;
+		*speed = UROCE_SPEED_FDR10;
+	} else if (mbps <= 20000) {
+		*width = UROCE_WIDTH_4X;
+		*speed = UROCE_SPEED_DDR;
+	} else if (mbps <= 25000) {
+		*width = UROCE_WIDTH_1X;
+		*speed = UROCE_SPEED_EDR;
+	} else if (mbps <= 40000) {
+		*width = UROCE_WIDTH_4X;
+		*speed = UROCE_SPEED_FDR10;
+	} else {
+		*width = UROCE_WIDTH_4X;
+		*speed = UROCE_SPEED_EDR;
+	}
+}
+
+/* The interface's ethtool link speed in Mb/s, 0 if unknown (ETHTOOL_GSET, any user). */
+static uint32_t iface_link_mbps(int sock, const char *name)
+{
+	struct ethtool_cmd cmd = {.cmd = ETHTOOL_GSET};
+	struct ifreq ifr;
+	uint32_t mbps;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	ifr.ifr_data = (char *)&cmd;
+	if (sock < 0 || ioctl(sock, SIOCETHTOOL, &ifr) < 0)
+		return 0;
+	mbps = ethtool_cmd_speed(&cmd);
+	return mbps == (uint32_t)SPEED_UNKNOWN ? 0 : mbps;
+}
+
 int uroce_ifaces_read(struct uroce_iface **out, int *nout)
 {
 	struct ifaddrs *ifa_list;
@@ -142,6 +188,7 @@ int uroce_ifaces_read(struct uroce_iface **out, int *nout)
 	for (int i = 0; i < nifs; i++) {
 		ifs[i].ifindex = if_nametoindex(ifs[i].name);
 		ifs[i].mtu = iface_mtu(sock, ifs[i].name);
+		eth_speed(iface_link_mbps(sock, ifs[i].name), &ifs[i].width, &ifs[i].speed);
 	}
 	if (sock >= 0)
 		close(sock);

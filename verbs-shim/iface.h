@@ -25,11 +25,29 @@ struct uroce_gid_slot {
 	bool valid;
 };
 
+/* ibv_port_attr.active_width and active_speed: the kernel's enum ib_port_width and
+ * ib_port_speed (IBA 14.2.5.6, PortInfo), which rdma-core's headers do not name. */
+enum {
+	UROCE_WIDTH_1X = 1,
+	UROCE_WIDTH_4X = 2,
+	UROCE_WIDTH_8X = 4,
+	UROCE_WIDTH_12X = 8,
+};
+enum {
+	UROCE_SPEED_SDR = 1,
+	UROCE_SPEED_DDR = 2,
+	UROCE_SPEED_QDR = 4,
+	UROCE_SPEED_FDR10 = 8,
+	UROCE_SPEED_FDR = 16,
+	UROCE_SPEED_EDR = 32,
+};
+
 struct uroce_iface {
 	char name[IF_NAMESIZE];
 	unsigned int flags;   /* IFF_* */
 	unsigned int ifindex; /* 0 if the interface went away while it was read */
 	int mtu;              /* bytes; 1500 if the kernel would not say */
+	uint8_t width, speed; /* the port's UROCE_WIDTH_* and UROCE_SPEED_* (ib_get_eth_speed) */
 	uint8_t mac[6];
 	bool has_mac;
 	int ngids; /* link-local IPv6 first, then the others in the kernel's order */

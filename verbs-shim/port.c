@@ -21,7 +21,7 @@ void uroce_port_attr(struct uroce_device *dev, struct ibv_port_attr *attr)
 	attr->lid = 0; /* no LIDs on Ethernet */
 	attr->sm_lid = 0;
 	attr->max_vl_num = 1;
-	attr->active_width = UROCE_ACTIVE_WIDTH;
-	attr->active_speed = UROCE_ACTIVE_SPEED;
+	attr->active_width = port.width;
+	attr->active_speed = port.speed;
 	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
 }

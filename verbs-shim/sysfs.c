@@ -38,6 +38,8 @@ static void device_view(struct uroce_device *dev, struct uroce_sysview_dev *out)
 	out->guid = dev->guid;
 	out->ifflags = port.ifflags;
 	out->ifmtu = port.ifmtu;
+	out->width = port.width;
+	out->speed = port.speed;
 	memcpy(out->gids, port.gids, sizeof(out->gids));
 	uroce_iface_parent(dev->ifname, out->parent, sizeof(out->parent));
 }

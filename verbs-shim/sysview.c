@@ -204,6 +204,49 @@ static void format_gid(char *buf, size_t size, const union ibv_gid *gid)
 		 r[14], r[15]);
 }
 
+/*
+ * ports/N/rate: ib_core's rate_show() of the port's width and speed (Linux 6.1: SDR named,
+ * deci-Gb/s per lane).
+ */
+static void rate_file(const struct uroce_sysview_dev *d, struct uroce_sysview_node *nd)
+{
+	const char *name;
+	int rate, lanes;
+
+	switch (d->speed) {
+	case UROCE_SPEED_DDR:
+		name = " DDR";
+		rate = 50;
+		break;
+	case UROCE_SPEED_QDR:
+		name = " QDR";
+		rate = 100;
+		break;
+	case UROCE_SPEED_FDR10:
+		name = " FDR10";
+		rate = 100;
+		break;
+	case UROCE_SPEED_FDR:
+		name = " FDR";
+		rate = 140;
+		break;
+	case UROCE_SPEED_EDR:
+		name = " EDR";
+		rate = 250;
+		break;
+	default:
+		name = " SDR";
+		rate = 25;
+		break;
+	}
+	lanes = d->width == UROCE_WIDTH_4X    ? 4
+		: d->width == UROCE_WIDTH_8X  ? 8
+		: d->width == UROCE_WIDTH_12X ? 12
+					      : 1;
+	rate *= lanes;
+	node_file(nd, "%d%s Gb/sec (%dX%s)\n", rate / 10, rate % 10 ? ".5" : "", lanes, name);
+}
+
 /* .../ports/1/gids/I, gid_attrs/{types,ndevs}/I (ib_core's sysfs.c show_port_gid*). */
 static int port_gid_file(const struct uroce_sysview_dev *d, const char *what, int i,
 			 struct uroce_sysview_node *nd)
@@ -312,8 +355,8 @@ static int port_node(const struct uroce_sysview_dev *d, const char *rest,
 		 * query_port only (rxe's reads 0x00010000), so the file goes without it. */
 		node_file(nd, "0x%08x\n",
 			  (unsigned int)(UROCE_PORT_CAP_FLAGS & ~IBV_PORT_IP_BASED_GIDS));
-	else if (!strcmp(name, "rate")) /* ib_core's rate_show for UROCE_ACTIVE_WIDTH, _SPEED */
-		node_file(nd, "25 Gb/sec (1X EDR)\n");
+	else if (!strcmp(name, "rate"))
+		rate_file(d, nd);
 	else
 		return ENOENT;
 	return 0;

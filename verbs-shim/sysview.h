@@ -42,6 +42,7 @@ struct uroce_sysview_dev {
 	__be64 guid;
 	unsigned int ifflags;
 	int ifmtu;
+	uint8_t width, speed; /* the port's UROCE_WIDTH_* and UROCE_SPEED_* */
 	struct uroce_gid_slot gids[UROCE_GID_TBL_LEN];
 	/* The interface's parent device, as /sys/class/net/I/device resolves ("/sys/devices/..."),
 	 * or "" for a virtual interface: the device link then points into the tree. */
