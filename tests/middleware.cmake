@@ -2,8 +2,8 @@
 # unmodified"): UCX's ucx_perftest between two processes on loopback, with UCX's defaults but
 # the transports (UCX sets RC up through UD). Each test has a TCP port (18900 and up; its UDP
 # port is 10000 more). CI runs the tests named in _ucx_ci; the label middleware-full runs them
-# all. (Between namespaces, ucx-perftest.sh's netns mode, UCX does not run yet: each host's
-# uroce_lo looks reachable from the other, docs/UNSUPPORTED.md.)
+# all. (Between namespaces, ucx-perftest.sh's netns mode, UCX does not run yet: docs/UNSUPPORTED.md,
+# "Middleware between hosts".)
 set(_ucx_ci ucx_perftest_ud_tag_lat ucx_perftest_rc_ud_tag_lat ucx_perftest_ud_ucp_put_bw
     ucx_perftest_rc_ud_tag_bw)
 set(_ucx_port 18900)
@@ -60,3 +60,12 @@ foreach(_entry "loopback|1|19811" "netns|1|19812" "loopback|20|19813|full" "netn
     set_property(TEST ${_name} APPEND PROPERTY LABELS netns)
   endif()
 endforeach()
+
+# libfabric's fi_pingpong over its verbs provider (middleware/fi-pingpong.sh): DGRAM (UD)
+# between two processes on loopback. (MSG and RDM through ofi_rxm, and anything between
+# namespaces, do not run yet: docs/UNSUPPORTED.md, "Middleware between hosts".)
+add_test(NAME fi_pingpong_dgram
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/middleware/fi-pingpong.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          "${UROCE_SANITIZE}" 18920 verbs dgram loopback)
+set_tests_properties(fi_pingpong_dgram PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                     SKIP_RETURN_CODE 77)

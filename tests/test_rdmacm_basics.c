@@ -118,6 +118,41 @@ static struct sockaddr_in lo4(uint16_t port)
 	return sin;
 }
 
+/*
+ * rdma_get_devices returns the contexts the ids use, the same ones on every call, and they stay
+ * open after rdma_free_devices, as librdmacm's do (libfabric's verbs provider matches its
+ * domain's context by pointer and uses it after freeing the list).
+ */
+Test(rdmacm, devices_are_the_ids_contexts_and_stay_open)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in sin = lo4(0);
+	struct ibv_context **first, **second;
+	struct ibv_device_attr attr;
+	struct rdma_cm_id *id;
+	bool found = false;
+	int n = 0, m = 0;
+
+	first = rdma_get_devices(&n);
+	cr_assert_not_null(first);
+	rdma_free_devices(first);
+	second = rdma_get_devices(&m);
+	cr_assert_not_null(second);
+	cr_assert_eq(n, m);
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
+	for (int i = 0; i < m; i++) {
+		found |= second[i] == id->verbs;
+		cr_assert_eq(ibv_query_device(second[i], &attr), 0,
+			     "a context of a freed list was closed");
+	}
+	cr_assert(found, "id->verbs is none of rdma_get_devices' contexts");
+	rdma_free_devices(second);
+	cr_assert_eq(ibv_query_device(id->verbs, &attr), 0);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
 Test(rdmacm, bind_ports_and_devices)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();

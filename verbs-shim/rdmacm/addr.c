@@ -20,10 +20,6 @@
 
 #include "verbs-shim/export.h"
 #include "verbs-shim/rdmacm/cma.h"
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ibv_context **devs; /* one context per device, shared by the ids (rdma-core) */
-
 /*
  * An address resolution waiting for the hub to reserve its source port (resolve_bind): the
  * answer reaches the id on the engine's thread, unless the id is destroyed first.
@@ -97,41 +93,6 @@ static bool is_wildcard(const struct sockaddr *sa)
 	return !memcmp(&g, sa->sa_family == AF_INET ? &any4 : &(union ibv_gid){0}, sizeof(g));
 }
 
-/* The shared context of the device and port whose GID table holds @gid, or NULL. Locked. */
-static struct ibv_context *device_of(const union ibv_gid *gid, uint8_t *port)
-{
-	if (!devs && !(devs = rdma_get_devices(NULL)))
-		return NULL;
-	for (int i = 0; devs[i]; i++) {
-		struct ibv_port_attr pa;
-
-		if (ibv_query_port(devs[i], 1, &pa))
-			continue;
-		for (int k = 0; k < pa.gid_tbl_len; k++) {
-			union ibv_gid g;
-
-			if (!ibv_query_gid(devs[i], 1, k, &g) && !memcmp(&g, gid, sizeof(g))) {
-				*port = 1;
-				return devs[i];
-			}
-		}
-	}
-	return NULL;
-}
-
-struct ibv_context *cma_device_of(const uint8_t gid[16])
-{
-	struct ibv_context *ctx;
-	union ibv_gid g;
-	uint8_t port;
-
-	memcpy(g.raw, gid, 16);
-	pthread_mutex_lock(&lock);
-	ctx = device_of(&g, &port);
-	pthread_mutex_unlock(&lock);
-	return ctx;
-}
-
 /* net.ipv6.bindv6only: whether an IPv6 wildcard leaves IPv4 alone. */
 static bool bindv6only(void)
 {
@@ -159,11 +120,10 @@ static int bind_start(struct cma_id *c, const struct sockaddr *addr, struct ibv_
 	*verbs = NULL;
 	*port_num = 0;
 	if (!is_wildcard(addr)) {
-		pthread_mutex_lock(&lock);
-		*verbs = device_of(&g, port_num);
-		pthread_mutex_unlock(&lock);
+		*verbs = cma_device_of(g.raw);
 		if (!*verbs)
 			return ENODEV;
+		*port_num = 1;
 		/* librdmacm's ucma_get_device: the device's PD comes with it, or ENOMEM. */
 		if (!cma_default_pd(*verbs))
 			return ENOMEM;

@@ -150,8 +150,14 @@ union ibv_gid cma_gid(const struct sockaddr *sa);
 /* addr.c: the GID table index of @gid on @ctx port 1, or -1. */
 int cma_gid_index(struct ibv_context *ctx, const uint8_t gid[16]);
 
-/* addr.c: the shared context of the uroce device holding @gid (port 1), or NULL. */
+/* devices.c: the shared context of the uroce device holding @gid (port 1), or NULL. */
 struct ibv_context *cma_device_of(const uint8_t gid[16]);
+
+/*
+ * devices.c: the shared contexts of the devices listed now (rdma_get_devices), in a malloc'ed
+ * NULL-terminated array, their count in *@n; NULL with errno (ENOMEM, or the device list's).
+ */
+struct ibv_context **cma_devices(int *n);
 
 /*
  * qp.c: the default PD of device @ctx, made on first use and kept; NULL with errno ENOMEM.

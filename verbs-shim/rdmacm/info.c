@@ -34,31 +34,23 @@ UROCE_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 }
 
 /*
- * Every uroce device, opened, NULL-terminated, with their count in *@num_devices (if not
- * NULL). NULL with errno ENOMEM on failure.
+ * The shared context of every uroce device (devices.c), NULL-terminated, with their count in
+ * *@num_devices (if not NULL): the contexts the ids use, open for the process's life. NULL with
+ * errno on failure.
  */
 UROCE_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 {
-	int n = 0, opened = 0;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	struct ibv_context **ctx;
+	int n = 0;
+	struct ibv_context **list = cma_devices(&n);
 
-	if (!list)
-		return NULL;
-	ctx = calloc((size_t)n + 1, sizeof(*ctx));
-	for (int i = 0; ctx && i < n; i++)
-		if ((ctx[opened] = ibv_open_device(list[i])))
-			opened++;
-	ibv_free_device_list(list);
 	if (num_devices)
-		*num_devices = opened;
-	return ctx;
+		*num_devices = list ? n : 0;
+	return list;
 }
 
+/* Frees the array only: the contexts stay open, as librdmacm's do. */
 UROCE_EXPORT void rdma_free_devices(struct ibv_context **list)
 {
-	for (int i = 0; list && list[i]; i++)
-		ibv_close_device(list[i]);
 	free(list);
 }
 

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# libfabric's fi_pingpong (Debian's libfabric-bin) as a server (no address) and a client, through
+# uroce-run, on loopback or between two network namespaces (middleware/pair.sh), with
+# libfabric's defaults (every size, 10 iterations each) and its data checks (-c): both must
+# end well and the client print a row for each size.
+# Usage: fi-pingpong.sh UROCE_RUN SANITIZER CTRL_PORT PROVIDER EP_TYPE loopback|netns [N]
+set -uo pipefail
+
+run=$1 port=$3 prov=$4 ep=$5
+command -v fi_pingpong >/dev/null ||
+	{ echo "fi-pingpong.sh: fi_pingpong not found (libfabric-bin; scripts/setup.sh installs it)" >&2; exit 1; }
+. "$(dirname "$0")/pair.sh"
+pair_setup "$2" "$6" "fi$port" "${7:-0}"
+export UROCE_UDP_PORT=$((port + 10000))
+
+"${in_a[@]}" timeout 60 "$run" fi_pingpong -p "$prov" -e "$ep" -B "$port" -c >"$dir/server.out" 2>&1 &
+server=$!
+pair_wait_tcp "$port" || { echo "FAIL: fi_pingpong's server did not listen" >&2; cat "$dir/server.out" >&2; exit 1; }
+"${in_b[@]}" timeout 60 "$run" fi_pingpong -p "$prov" -e "$ep" -P "$port" -c "$addr" \
+	>"$dir/client.out" 2>&1
+client_rc=$?
+wait "$server"
+server_rc=$?
+server=
+rows=$(grep -cE '^[0-9]+[kmg]? +[0-9]+ +=[0-9]+' "$dir/client.out")
+if ((server_rc != 0 || client_rc != 0 || rows == 0)); then
+	echo "FAIL: fi_pingpong -p '$prov' -e $ep ($pair_where): server exited $server_rc, client $client_rc" >&2
+	tail -n 20 "$dir/server.out" "$dir/client.out" >&2
+	exit 1
+fi
+cat "$dir/client.out"
+echo "fi_pingpong -p '$prov' -e $ep ($pair_where): $rows sizes, data checked"
