@@ -649,6 +649,23 @@ static void send_req(uint64_t tid, uint16_t port, uint32_t id)
 }
 
 /*
+ * The hub sends REQ @tid for @port and gets REJ 8 back as the @n-th MAD to its own GSI: the
+ * milliseconds that took.
+ */
+static uint64_t rej8_after(int n, uint64_t tid, uint16_t port)
+{
+	uint64_t t0 = ms_now();
+	struct cm_msg m;
+
+	send_req(tid, port, (uint32_t)tid);
+	hub_got(n, &m);
+	cr_assert_eq(m.hdr.attr_id, CM_ATTR_REJ);
+	cr_assert_eq(m.hdr.tid, tid);
+	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
+	return ms_now() - t0;
+}
+
+/*
  * A REQ waits for its listener when one is probably on its way (fabric/rdv_int.h,
  * rdv_held_req): for a service bound but not yet listening (qperf sends its port before it
  * listens), and for one whose listener closed a moment ago (programs that listen anew for each
@@ -658,8 +675,6 @@ static void send_req(uint64_t tid, uint16_t port, uint32_t id)
  */
 Test(rdv, requests_wait_for_a_listener_on_its_way, .init = open_24836, .fini = close_hub)
 {
-	struct cm_msg m;
-	uint64_t t0;
 	int fd = rdv_connect(24836);
 
 	hello(fd, 0x3A17);
@@ -685,23 +700,10 @@ Test(rdv, requests_wait_for_a_listener_on_its_way, .init = open_24836, .fini = c
 	pthread_mutex_unlock(&lock);
 
 	/* Nobody bound or listened: REJ 8 at once, well before a wait would have ended. */
-	t0 = ms_now();
-	send_req(3, 0x9997, 3);
-	hub_got(1, &m);
-	cr_assert_eq(m.hdr.attr_id, CM_ATTR_REJ);
-	cr_assert_eq(m.hdr.tid, 3);
-	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
-	cr_assert_lt(ms_now() - t0, 400, "REJ 8 for nobody's service came late");
-
+	cr_assert_lt(rej8_after(1, 3, 0x9997), 400, "REJ 8 for nobody's service came late");
 	/* Bound and never listening: REJ 8 when the wait ends. */
 	cr_assert_eq(service(fd, 6, UROCE_SERVICE_BIND, 0x4861, NULL), 0);
-	t0 = ms_now();
-	send_req(4, 0x4861, 4);
-	hub_got(2, &m);
-	cr_assert_eq(m.hdr.attr_id, CM_ATTR_REJ);
-	cr_assert_eq(m.hdr.tid, 4);
-	cr_assert_eq(m.u.rej.reason, CM_REJ_INVALID_SERVICE_ID);
-	cr_assert_geq(ms_now() - t0, 450,
+	cr_assert_geq(rej8_after(2, 4, 0x4861), 450,
 		      "a REQ for a bound service was rejected before the wait ended");
 	close(fd);
 }
