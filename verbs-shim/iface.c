@@ -142,7 +142,8 @@ static uint32_t iface_link_mbps(int sock, const char *name)
 	ifr.ifr_data = (char *)&cmd;
 	if (sock < 0 || ioctl(sock, SIOCETHTOOL, &ifr) < 0)
 		return 0;
-	mbps = ethtool_cmd_speed(&cmd);
+	/* ethtool_cmd_speed() of <linux/ethtool.h>, without its int overflow for 0xffff << 16. */
+	mbps = (uint32_t)cmd.speed_hi << 16 | cmd.speed;
 	return mbps == (uint32_t)SPEED_UNKNOWN ? 0 : mbps;
 }
 
