@@ -310,8 +310,8 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 	uroce_log(UROCE_LOG_INFO, "rendezvous: this process is the hub of UDP port %u", r->port);
 	if (!takeover)
 		return 0;
-	r->hold_until = uroce_now() + RDV_HOLD_NS; /* rdv_int.h: RDV_HELD_REQS */
-	uroce_timers_arm(uroce_progress_timers(r->progress), &r->hold_end, r->hold_until);
+	/* rdv_int.h: RDV_HELD_REQS; each held request arms hold_end for its deadline. */
+	r->hold_until = uroce_now() + RDV_HOLD_NS;
 	/* A takeover cannot be undone: without the port, keep trying (datagrams are lost). */
 	if (err == EADDRINUSE) {
 		uroce_log(UROCE_LOG_ERROR, "rendezvous: UDP port %u is still in use; retrying",

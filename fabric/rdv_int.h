@@ -158,10 +158,10 @@ struct uroce_rdv {
  *   registration would be refused with REJ "invalid service ID";
  * - for RDV_LISTEN_WAIT_NS, when the service is bound at the request's address but not yet
  *   listening, or its port (in any port space) had a listener there less than RDV_RELISTEN_NS
- *   before: programs that tell
- *   their peer the port before they listen (Debian's qperf 0.4.11: cm_open_server sends it
- *   after rdma_bind_addr) or listen anew for each connection (qperf, perftest -R) race with
- *   their peer's connect, a race the kernel's slower address resolution mostly hides.
+ *   before: programs that tell their peer the port before they listen (Debian's qperf 0.4.11:
+ *   cm_open_server sends it after rdma_bind_addr) or listen anew for each connection (qperf,
+ *   perftest -R) race with their peer's connect, a race the kernel's slower address
+ *   resolution mostly hides.
  * At most RDV_HELD_REQS; what is still held at its deadline is rejected as the kernel rejects
  * at once. A request for a service nobody bound or listened on lately is rejected at once.
  */
