@@ -3,9 +3,10 @@
  * The process's network endpoint (net.h): configuration, capture, sockets, the progress thread
  * and the rendezvous, put together. Transmission happens on the caller's thread; everything
  * received goes through the progress thread (or a thread polling in its stead, uroce_net_poll):
- * a datagram from a socket (or forwarded by the hub)
- * shorter than a BTH is dropped, the rendezvous says whose it is, and this process's are recorded
- * in the capture and handed to ops->recv. Sending is net_tx.c's; net_int.h is what they share.
+ * a datagram from a socket (or forwarded by the hub) shorter than a BTH is dropped, the
+ * rendezvous says whose it is, and this process's are recorded in the capture and handed to
+ * ops->recv. This file opens and closes the endpoint and receives; sending is net_tx.c's;
+ * net_int.h is what they share.
  */
 #include "fabric/net.h"
 
@@ -161,7 +162,7 @@ static void on_datagram(void *arg, const struct uroce_rx *in)
 		deliver(net, &rx);
 		return;
 	}
-	/* One sent to this process's own socket past the hub (dest_port): to the RoCE port. */
+	/* Sent past the hub to this process's own socket (net_tx.c: dest_port): the RoCE port. */
 	rx.ip.dport = net->cfg.udp_port;
 	switch (uroce_rdv_route(net->rdv, &rx)) {
 	case UROCE_RDV_DELIVER:
@@ -226,7 +227,7 @@ static const struct uroce_rdv_ops rdv_ops = {
 };
 
 /*
- * A copy of a multicast datagram this process net_sent (mcast.h), in a callback: to its own members
+ * A copy of a multicast datagram this process sent (mcast.h), in a callback: to its own members
  * (its send is captured already; the host's other processes had theirs in the send).
  */
 static void mcast_deliver(void *arg, const struct uroce_rx *rx)
@@ -240,7 +241,7 @@ static void mcast_deliver(void *arg, const struct uroce_rx *rx)
 		net->ops->batch_end(net->arg);
 }
 
-/* ICMP errors for CM MADs this process net_sent (progress thread). */
+/* ICMP errors for CM MADs this process sent (progress thread). */
 static void on_icmp(void *arg)
 {
 	struct mad_sock *m = arg;

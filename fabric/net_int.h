@@ -53,7 +53,7 @@ struct uroce_net {
 	struct uroce_mcast *mcast;       /* likewise */
 	_Atomic uint64_t rx_packets, tx_packets, tx_errors, rx_short, rx_unknown_qpn;
 	atomic_bool no_gso;    /* a GSO send failed with EIO/EINVAL: send one by one */
-	atomic_bool ip_fields; /* udp[] report traffic class and hop limit (want_ip_fields) */
+	atomic_bool ip_fields; /* udp[] report TOS and hop limit (uroce_net_want_ip_fields) */
 	atomic_uint gsi_psn;   /* QP 1's next send PSN */
 };
 
@@ -74,7 +74,10 @@ int net_transmit(struct uroce_net *net, const struct uroce_udp *s, const struct 
 /* An error a send may return once for an earlier datagram's ICMP error (udp.h). */
 bool net_icmp_error(int err);
 
-/* uroce_net_send through @s, or the socket check_send picks (@s NULL). */
+/*
+ * uroce_net_send through @s, or the socket net_tx.c's check_send picks (@s NULL). 0, or the
+ * errors of uroce_net_send (net.h), counted in tx_errors.
+ */
 int net_send_via(struct uroce_net *net, const struct uroce_udp *s, const struct roce_ipudp *f,
 		 uint8_t *roce, size_t len);
 

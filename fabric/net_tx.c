@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Sending (net.h: uroce_net_send, uroce_net_send_train), on the caller's thread: the socket
- * (this process's, the RoCE port's as hub, or the MAD sockets), the destination port (4791, or
+ * (this process's own; for a MAD, a MAD socket if there is one), the destination port (4791, or
  * a process's own on this host: direct delivery), a message's packets as one UDP GSO train,
  * the fault injection and the capture of what left.
  */
@@ -60,7 +60,7 @@ static uint16_t mad_direct_port(struct uroce_net *net, const uint8_t *roce, size
  * The UDP port a datagram to @g leaves for: the RoCE port, or, for a QP of a process of this
  * host reached from the very address it is sent from, that process's own socket, past the hub
  * (rdv.h). The ICRC and the capture keep the RoCE port: it is what a wire would carry, and the
- * receiver puts it back (on_datagram).
+ * receiver puts it back (net.c: on_datagram).
  */
 static uint16_t dest_port(struct uroce_net *net, const struct roce_ipudp *g, const uint8_t *roce,
 			  size_t len)
@@ -141,7 +141,10 @@ bool net_icmp_error(int err)
 	       err == EHOSTDOWN || err == ENETDOWN;
 }
 
-/* uroce_net_send through @s, or the socket check_send picks (@s NULL). */
+/*
+ * uroce_net_send through @s, or the socket check_send picks (@s NULL). 0, or the errors of
+ * uroce_net_send (net.h), counted in tx_errors.
+ */
 int net_send_via(struct uroce_net *net, const struct uroce_udp *s, const struct roce_ipudp *f,
 		 uint8_t *roce, size_t len)
 {
@@ -230,7 +233,7 @@ static int send_each(struct uroce_net *net, const struct roce_ipudp *f, uint8_t 
  * Send the run of @k datagrams lens[0..k) at @buf (@bytes in all) as one UDP GSO send through
  * @s to UDP port @dport, @g0 being the first one's headers; each is recorded before any answer to
  * it (pcap.h). Returns 0 or the send's errno (EIO or EINVAL: this path cannot do GSO; nothing was
- * net_sent).
+ * sent).
  */
 static int send_gso_run(struct uroce_net *net, const struct uroce_udp *s,
 			const struct roce_ipudp *g0, uint8_t *buf, const uint16_t *lens,

@@ -30,11 +30,11 @@
 /*
  * The hand-over (progress.h): consecutive empty polls of a thread before it asks for the
  * sockets (a thread that polls until empty and then sleeps in a completion channel never gets
- * there; a pause of POLL_GAP_NS starts the count again, and pace_handovers raises it for
- * programs that poll only briefly), and how long after
- * the last poll the progress thread takes them back: a window that starts short, so that a thread
- * which stops polling to wait some other way (ib_write_lat spins on the memory the peer writes) is
- * not left without receive, and doubles each time the thread finds the polls still going, so that a
+ * there; a pause of POLL_GAP_NS, progress_app.c, starts the count again, and pace_handovers
+ * raises it for programs that poll only briefly), and how long after the last poll the
+ * progress thread takes them back: a window that starts short, so that a thread which stops
+ * polling to wait some other way (ib_write_lat spins on the memory the peer writes) is not left
+ * without receive, and doubles each time the thread finds the polls still going, so that a
  * steady poller is not interrupted often.
  */
 #define POLLS_BEFORE_HANDOVER     32u
@@ -465,7 +465,10 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 		err = errno;
 		goto fail;
 	}
-	/* The thread inherits the mask: no signal handler ever runs on it (issue 5, point 9). */
+	/*
+	 * The thread inherits the mask: every signal is blocked on it, so that a program's handler
+	 * runs on one of the program's own threads (ARCHITECTURE.md, "Threads").
+	 */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	sa.p = p;

@@ -53,15 +53,15 @@ int uroce_progress_poll(struct uroce_progress *p)
 		return -1;
 	}
 	/*
-	 * The previous poll's batch ends now, not as that poll returned: its completions reached
-	 * the caller before the answers (ACKs) went out, which would have cost a send on the way
-	 * to every completion of a ping-pong. Bounded by the next poll, a hand-back to the
-	 * progress thread (after the idle window) or a QP's modify or destroy
-	 * (verbs-shim/engine_tx.c).
+	 * The previous poll's batch ends here, at the next poll, not as that poll returned: its
+	 * completions reach the caller before the answers (ACKs) go out, so that no send stands
+	 * on the way to each completion of a ping-pong. Bounded by the next poll, a hand-back to
+	 * the progress thread (after the idle window) or a QP's modify or destroy
+	 * (verbs-shim/engine_tx.c: uroce_qp_modified, uroce_qp_kick).
 	 */
 	progress_end_batch(p);
 	n = progress_receive_direct(p, now);
-	if (n) /* end_batch cleared it */
+	if (n) /* progress_end_batch cleared it */
 		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
 	progress_rx_unlock(p);
 	return (int)n;

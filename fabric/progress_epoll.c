@@ -4,7 +4,7 @@
  * UDP sockets join the epoll set of watched descriptors, and a ready one is drained by
  * recvmmsg (progress_receive_slot). Leaving the sockets to polling threads is taking them out
  * of the set: a socket in an epoll set costs every datagram sent to it a wake-up call
- * (progress.c, receive_direct).
+ * (progress_rx.c: progress_receive_direct).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -192,6 +192,7 @@ void progress_wake_thread(void *arg);
 /* The direct receive's buffers (progress_rx.c): NULL without memory. */
 struct direct_rx *progress_direct_new(void);
 
+/* Free the direct receive's buffers (NULL: nothing). */
 void progress_direct_free(struct direct_rx *d);
 
 #endif

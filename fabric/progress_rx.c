@@ -59,7 +59,7 @@ void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, ui
 /*
  * Make the first @n headers of the direct receive ready for recvmmsg again: it writes back
  * only the name and control lengths and the flags, and only of the datagrams it returns, so an
- * empty poll (most of them) leaves all sixteen ready.
+ * empty poll (most of them) leaves all RX_BATCH ready.
  */
 static void rearm_msgs(struct direct_rx *d, unsigned int n)
 {

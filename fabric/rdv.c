@@ -4,7 +4,8 @@
  * \0uroce/<port>, as the hub that binds it and holds the RoCE port or as a process connected
  * to it; taking over when the hub goes; QPN blocks asked of the hub and granted; the
  * process's side of the control messages. The hub's side is rdv_hub.c, forwarding
- * rdv_forward.c, the records on the socket rdv_link.c, the CM directory rdv_cm.c.
+ * rdv_forward.c, the records on the socket rdv_link.c, the CM directory rdv_cm.c (with
+ * rdv_cm_req.c and rdv_cm_conn.c); rdv_int.h is what they share.
  */
 #include "fabric/rdv.h"
 
@@ -310,7 +311,7 @@ static int become_hub(struct uroce_rdv *r, int fd, bool takeover)
 	uroce_log(UROCE_LOG_INFO, "rendezvous: this process is the hub of UDP port %u", r->port);
 	if (!takeover)
 		return 0;
-	/* rdv_int.h: RDV_HELD_REQS; each held request arms hold_end for its deadline. */
+	/* rdv_int.h: RDV_HELD_REQS; each held request arms hold_end (rdv_cm.c: hold_request). */
 	r->hold_until = uroce_now() + RDV_HOLD_NS;
 	/* A takeover cannot be undone: without the port, keep trying (datagrams are lost). */
 	if (err == EADDRINUSE) {

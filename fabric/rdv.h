@@ -49,11 +49,12 @@
  *           when the hub dies, the process that takes the port over sends their DREQs.
  * The hub serves its own requests from the same table, and delivers its own datagrams directly.
  *
- * The host's CM directory (rdv_cm.c, ARCHITECTURE.md): the hub keeps every process's rdma_cm
- * bindings, so ports are reserved host-wide, and routes the CM MADs to QP 1: REQ and SIDR_REQ
- * to the process listening on the service ID at the destination address, the others to the
- * process whose tag their communication ID carries (cm/route.h). What nobody takes is answered
- * as a Linux CM answers it (REJ "invalid service ID", SIDR_REP "unsupported", DREP).
+ * The host's CM directory (rdv_cm.c, rdv_cm_req.c, rdv_cm_conn.c; ARCHITECTURE.md): the hub
+ * keeps every process's rdma_cm bindings, so ports are reserved host-wide, and routes the CM
+ * MADs to QP 1: REQ and SIDR_REQ to the process listening on the service ID at the destination
+ * address, the others to the process whose tag their communication ID carries (cm/route.h).
+ * What nobody takes is answered as a Linux CM answers it (REJ "invalid service ID", SIDR_REP
+ * "unsupported", DREP).
  *
  * The hub leaving forwards what its port has queued before it closes the port.
  * A process leaving: the hub sees EOF, frees the process's blocks and tells the others (OWNER,
@@ -61,12 +62,14 @@
  * winner listens, binds the UDP port (retrying while the old hub's socket is still being
  * closed) and becomes the hub with its copy of the table; the others connect to it, send HELLO
  * and CLAIM each of their blocks, and repeat requests left unanswered. QP numbers therefore stay
- * the same across a takeover. Blocks nobody claims within RDV_GRACE of a takeover (the old hub's
+ * the same across a takeover. Blocks nobody claims within RDV_GRACE_NS of a takeover (the old hub's
  * own, and those of processes that died meanwhile) are freed. Datagrams that arrive while
  * nobody holds the port are lost, as on a wire.
  *
  * Threads: the rendezvous runs on the progress thread (its sockets are watched there), except
- * uroce_rdv_request_block(), which application threads call.
+ * the calls that say otherwise: uroce_rdv_request_block() and the CM directory's calls
+ * (uroce_rdv_service, _async, uroce_rdv_cm_conn), which other threads make too, and those
+ * marked "any thread".
  */
 #ifndef UROCE_FABRIC_RDV_H
 #define UROCE_FABRIC_RDV_H

@@ -3,7 +3,9 @@
  * A process's requests to the host's CM directory (rdv.h: uroce_rdv_service, _async): queued
  * by application threads, sent by the progress thread to the hub (or served by it when it is
  * the hub), answered by number; re-sent to a new hub after a takeover, failed when there is
- * none.
+ * none. The progress thread's sending also takes the CONN notes of rdv_cm_conn.c along
+ * (rdv_cm_serve), and a new hub is told this process's bindings and connections
+ * (rdv_cm_claim_held).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -2,8 +2,9 @@
 /*
  * The rendezvous's insides, shared by its files: rdv.c (meeting, taking over, QPN blocks on a
  * process's side), rdv_hub.c (the hub's side), rdv_forward.c (forwarding), rdv_link.c (the
- * records on the sockets) and rdv_cm.c (the host's CM directory). Progress thread unless a
- * field says otherwise.
+ * records on the sockets) and the host's CM directory: rdv_cm.c (bindings, routing of CM
+ * MADs), rdv_cm_req.c (a process's requests), rdv_cm_conn.c (established connections).
+ * Progress thread unless a field or function says otherwise.
  */
 #ifndef UROCE_FABRIC_RDV_INT_H
 #define UROCE_FABRIC_RDV_INT_H
@@ -21,7 +22,7 @@
 #define REQUEST_TIMEOUT_S 10
 #define MSG_MAX           (sizeof(struct rdv_frame) + UROCE_PROGRESS_PAYLOAD_MAX)
 
-/* A binding of the CM directory; owner NULL: the hub's own (rdv_cm.c). */
+/* A binding of the CM directory (rdv_cm.c); owner NULL: the hub's own. */
 struct rdv_svc {
 	struct conn *owner;
 	struct uroce_service svc;
@@ -66,7 +67,7 @@ struct conn {
 	uint16_t ports[2];       /* hub: the process's own UDP ports (HELLO) */
 	pid_t pid;               /* SO_PEERCRED, as seen from here */
 	bool dead;               /* hub: to be dropped by reap() */
-	struct rdv_cm_conns *cm; /* hub: its established CM connections (rdv_cm.c), or NULL */
+	struct rdv_cm_conns *cm; /* hub: its established CM connections (rdv_cm_conn.c), or NULL */
 	struct conn *next;
 };
 
@@ -121,7 +122,7 @@ struct uroce_rdv {
 	atomic_bool is_hub;
 	_Atomic uint64_t forwarded, forward_lost;
 
-	/* The host's CM directory (rdv_cm.c). */
+	/* The host's CM directory (rdv_cm.c, rdv_cm_req.c, rdv_cm_conn.c). */
 	_Atomic uint32_t tag; /* this process's first block: its comm ID tag */
 	atomic_bool tagged;   /* tag is set */
 	struct rdv_svc *dir;  /* hub: every binding of the host's processes */
@@ -130,7 +131,7 @@ struct uroce_rdv {
 	uint32_t nheld, held_cap;
 	uint16_t next_port;                        /* hub: the next ephemeral port to try */
 	struct rdv_svc_req *svc_wanted, *svc_sent; /* lock: requests to send, sent */
-	struct rdv_svc_req *svc_finished;          /* lock: detached ones answered (rdv_cm.c) */
+	struct rdv_svc_req *svc_finished;          /* lock: detached ones answered (rdv_cm_req.c) */
 	uint32_t svc_seq;                          /* lock: the last request's number */
 	struct rdv_note *notes, **notes_tail;      /* lock: CONN notes to send */
 	struct rdv_cm_conns *my_conns;  /* this process's established connections, for a new hub */
@@ -196,9 +197,9 @@ void rdv_protocol_error(struct conn *c, const char *what);
 /* Hub: the datagram @rx to process @c, without waiting. */
 void rdv_forward(struct uroce_rdv *r, struct conn *c, const struct uroce_rx *rx);
 
-/* rdv_cm.c: the host's CM directory. */
+/* The host's CM directory: rdv_cm.c, rdv_cm_req.c, rdv_cm_conn.c. */
 
-/* Hub: where the MAD @rx to QP 1 goes (cm/route.h); forwarded or answered here. */
+/* Hub: where the MAD @rx to QP 1 goes (cm/route.h); forwarded, held or answered here. */
 enum uroce_rdv_route rdv_cm_route(struct uroce_rdv *r, const struct uroce_rx *rx);
 
 /* Hub: RDV_SERVICE from @c, @n bytes in r->buf. */
@@ -207,8 +208,7 @@ void rdv_cm_hub_service(struct uroce_rdv *r, struct conn *c, size_t n);
 /*
  * Hub: route the held requests again (RDV_HELD_REQS) if a listen registered since they were
  * last tried, or all of them with @final (a deadline passed: those past theirs are rejected,
- * the others held again). Not under
- * r->lock: routing may deliver to this process.
+ * the others held again). Not under r->lock: routing may deliver to this process.
  */
 void rdv_cm_retry_held(struct uroce_rdv *r, bool final);
 
@@ -233,7 +233,10 @@ void rdv_cm_conn_gone(struct uroce_rdv *r, struct conn *c);
 /* Not hub: RDV_SERVICE_DONE, @n bytes in r->buf. */
 void rdv_cm_done(struct uroce_rdv *r, size_t n);
 
-/* Send (or, as hub, serve) the requests application threads are waiting on. */
+/*
+ * Send the CONN notes uroce_rdv_cm_conn queued, keeping them for a new hub (my_conns), and
+ * send (or, as hub, serve) the requests application threads are waiting on.
+ */
 void rdv_cm_serve(struct uroce_rdv *r);
 
 /* The hub has gone: what it did not answer is asked again of the next. */
@@ -242,16 +245,22 @@ void rdv_cm_requeue(struct uroce_rdv *r);
 /* The rendezvous cannot go on (@err): every request waiting for an answer gets @err. */
 void rdv_cm_fail(struct uroce_rdv *r, int err);
 
-/* This process has become the hub: the directory starts with its own bindings. */
+/* This process has become the hub: the directory starts with its own bindings. 0 or ENOMEM. */
 int rdv_cm_became_hub(struct uroce_rdv *r);
 
-/* Connected to a new hub: claim this process's bindings there. */
+/* Connected to a new hub: tell it this process's established connections and claim its bindings. */
 void rdv_cm_claim_held(struct uroce_rdv *r);
 
 /* The first block of this process (granted or claimed): its comm ID tag. */
 void rdv_cm_own_block(struct uroce_rdv *r, uint32_t block);
 
+/*
+ * Free what the CM directory holds: the binding lists, the held requests, the connection sets,
+ * the CONN notes not sent, and the detached requests never answered.
+ */
 void rdv_cm_free(struct uroce_rdv *r);
+
+/* The rest of the rendezvous: rdv.c, rdv_link.c, rdv_hub.c, rdv_forward.c. */
 
 /* Wake the threads waiting in uroce_rdv_request_block(): a grant, or no block left. */
 void rdv_answered(struct uroce_rdv *r, bool granted);
@@ -270,7 +279,7 @@ ssize_t rdv_recv_record(struct uroce_rdv *r, int fd);
 /* Give @fd the rendezvous's socket buffers (SOCK_BUF each way); a refusal is harmless. */
 void rdv_set_buffers(int fd);
 
-/* O_NONBLOCK on @fd: 0 or -1 with errno (fcntl). */
+/* O_NONBLOCK on @fd: 0 or fcntl's errno. */
 int rdv_set_nonblock(int fd);
 
 /* Who is at the other end of the connected Unix socket @fd (SO_PEERCRED). */
@@ -313,6 +322,8 @@ void rdv_process_frame(struct uroce_rdv *r, size_t n);
 /* Hub, the listening socket readable: accept the processes that connect (of this user only). */
 void rdv_on_accept(void *arg);
 
+/* The CM directory's parts that its files share (rdv_cm.c, rdv_cm_conn.c, rdv_cm_req.c). */
+
 /* Append to a binding list. 0 or ENOMEM. */
 int rdv_cm_add(struct rdv_svc **list, uint32_t *n, uint32_t *cap, const struct rdv_svc *e);
 
@@ -343,8 +354,10 @@ struct uroce_cm_conn rdv_cm_conn_of(const struct rdv_conn_msg *m);
 /* The RDV_CONN message for @cc established (@up) or gone. */
 struct rdv_conn_msg rdv_cm_conn_msg(bool up, const struct uroce_cm_conn *cc);
 
-/* Free the detached requests (uroce_rdv_service_async) of the list @q; the others are on the
- * stacks of their threads. */
+/*
+ * Free the detached requests (uroce_rdv_service_async) of the list @q; the others are on the
+ * stacks of their threads.
+ */
 void rdv_cm_free_detached(struct rdv_svc_req *q);
 
 #endif

@@ -6,7 +6,8 @@
  *
  * The engine's other files: engine_tx.c sends what a QP's core has ready, engine_rx.c hands
  * received packets to QPs, engine_held.c holds the packets of a burst of posts for the next
- * poll. They share engine_int.h.
+ * poll. They share engine_int.h. The core's view of a QP's objects, which the engine is given
+ * for each QP (uroce_core_env), is core_env.c, a module above the engine (core_env.h).
  */
 #include "verbs-shim/engine.h"
 

@@ -22,10 +22,10 @@
 enum { POSTS_HELD_MAX = 32 }; /* a QP with this many held posts sends at once */
 /*
  * A post is alone, not part of a burst, when its QP has nothing else on the send queue and
- * posted nothing for this long: a ping-pong's next message (posts a round trip apart, several
- * microseconds even on loopback) then leaves from ibv_post_send itself, rather than from the
- * poll after it, which would lengthen every hop (docs/PERFORMANCE.md). Posts of a burst come
- * well under a microsecond apart.
+ * posted nothing for this long: a ping-pong's next message (its posts a round trip apart, longer
+ * than this even on loopback) then leaves from ibv_post_send itself, rather than from the poll
+ * after it, which would lengthen every hop; the posts of a burst come closer together
+ * (docs/PERFORMANCE.md).
  */
 #define POST_GAP_NS 1000u
 

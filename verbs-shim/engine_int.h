@@ -18,7 +18,7 @@ extern struct uroce_net *uroce_engine_ep;
 /* uroce_engine_ep is open and ours: polling threads read this flag, not the once-guard. */
 extern atomic_bool uroce_engine_ready;
 
-/* Packets dropped before reaching a QP, by reason (engine.c counts them in uroce_get_stats). */
+/* Packets dropped before reaching a QP, by reason (engine_rx.c), for uroce_engine_stats. */
 struct uroce_engine_drops {
 	atomic_uint_least64_t malformed;   /* roce_decode refused it */
 	atomic_uint_least64_t bad_icrc;    /* no IPv4 ID makes the ICRC match */

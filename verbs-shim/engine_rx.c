@@ -16,9 +16,9 @@
 
 /*
  * QPs that took packets in the current receive batch and have not sent what they have ready
- * yet: one uroce_engine_drain per QP per batch (uroce_engine_on_batch_end) instead of one per
- * packet, so that the answers a batch calls for leave as trains. By QP number: a QP may be
- * destroyed before the batch ends. Used by the receiving thread only (net.h: one at a time).
+ * yet: one drain (uroce_engine_drain) per QP per batch (uroce_engine_on_batch_end) instead of
+ * one per packet, so that the answers a batch calls for leave as trains. By QP number: a QP may
+ * be destroyed before the batch ends. Used by the receiving thread only (net.h: one at a time).
  */
 static struct {
 	uint32_t qpn[64];
@@ -147,8 +147,8 @@ void uroce_engine_on_recv(void *arg, const struct uroce_rx *rx)
 }
 
 /*
- * The batch is over: each QP that took packets sends what it has ready, unless a uroce_engine_drain
- * since did (a post the application made meanwhile: in a ping-pong the answer took the ACK along).
+ * The batch is over: each QP that took packets sends what it has ready, unless a drain since did
+ * (a post the application made meanwhile: in a ping-pong the answer took the ACK along).
  * Only the receiving thread marks a QP due, so a QP seen not due was drained after its packets.
  */
 void uroce_engine_on_batch_end(void *arg)

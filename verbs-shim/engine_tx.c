@@ -4,10 +4,11 @@
  * leaves as trains of packets per destination, and the QP's timer follows the core's next
  * deadline.
  *
- * Three things run a QP's core, always under the QP's lock: the posting thread (kick), the
- * progress thread for a received packet (engine_rx.c) and for a deadline (uroce_engine_on_timer).
- * Each ends by draining: every packet the core has ready is sent from the calling thread, and
- * the QP's timer is moved to the core's next deadline.
+ * Three things run a QP's core, always under the QP's lock: the posting thread (uroce_qp_posted
+ * in engine_held.c, uroce_qp_kick), and the receiving thread -- the progress thread or one
+ * polling in its stead -- for a received packet (engine_rx.c) and for a deadline
+ * (uroce_engine_on_timer). Each ends by draining: every packet the core has ready is sent from
+ * the calling thread, and the QP's timer is moved to the core's next deadline.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -84,7 +85,7 @@ static struct train *train_get(void)
 	return t;
 }
 
-/* The path of the address vector a uroce_engine_drain sent its last packet to. */
+/* The path of the address vector a drain sent its last packet to. */
 struct path_cache {
 	const struct ibv_ah_attr *ah;
 	int err; /* path_of's */
@@ -92,9 +93,9 @@ struct path_cache {
 };
 
 /*
- * The IP/UDP values of a packet to @ah, as path_of, for the packets of one uroce_engine_drain: the
- * address vectors the core names cannot change under the QP's lock, so the path of the packet
- * before serves while the vector is the same. Returns 0 or path_of's error.
+ * The IP/UDP values of a packet to @ah, as path_of, for the packets of one drain: the address
+ * vectors the core names cannot change under the QP's lock, so the path of the packet before
+ * serves while the vector is the same. Returns 0 or path_of's error.
  */
 static int cached_path_of(struct uroce_qp *qp, const struct ibv_ah_attr *ah, struct path_cache *c,
 			  struct roce_ipudp *f)

@@ -77,7 +77,7 @@ static int qp_attr(struct cma_conn *c, struct ibv_qp_attr *a, int *mask)
 	}
 }
 
-/* Take id->qp to RTR and RTS. 0 or an errno. */
+/* Take the QP of @c's id to RTR and RTS. 0, ENODEV or ibv_modify_qp's errno. Locked. */
 int cma_conn_ready_qp(struct cma_conn *c)
 {
 	static const enum ibv_qp_state states[] = {IBV_QPS_RTR, IBV_QPS_RTS};
@@ -204,7 +204,7 @@ void cma_conn_deliver(struct cma_conn *c)
 			 * The QP stays as it is, as with rdma-core: the kernel's rdma_cm moves
 			 * only QPs it created itself to Error on a DREQ (cma_modify_qp_err); the
 			 * application's rdma_disconnect does it for its own. Done here, on the
-			 * engine's thread, it raced with an application destroying the QP.
+			 * engine's thread, it would race with an application destroying the QP.
 			 */
 			c->id->state = CMA_DISCONNECTED;
 			cma_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
@@ -218,7 +218,7 @@ void cma_conn_deliver(struct cma_conn *c)
 		case CM_EV_SIDR_REP:
 			sidr_answered(c, &ev.msg.u.sidr_rep);
 			break;
-		case CM_EV_REQ: /* reported by on_req */
+		case CM_EV_REQ: /* reported by cma_on_req (cm_passive.c) */
 		case CM_EV_MRA:
 			break;
 		}

@@ -2,7 +2,7 @@
 /*
  * The rdma_cm's connections over the IB CM, inside the cm module (cm.c and cm_*.c, see cm.c):
  * the connection record, the one lock and its state, and what the files share. Everything
- * here is called with cma_cm.lock held unless it says otherwise.
+ * here is called with cma_cm.lock held unless it says otherwise ("Any lock state", "Unlocked").
  */
 #ifndef UROCE_VERBS_SHIM_RDMACM_CM_INT_H
 #define UROCE_VERBS_SHIM_RDMACM_CM_INT_H
@@ -70,7 +70,7 @@ struct cma_cm {
 
 extern struct cma_cm cma_cm;
 
-/* CLOCK_MONOTONIC in nanoseconds: the pure CM's "now". */
+/* CLOCK_MONOTONIC in nanoseconds: the pure CM's "now". Any lock state. */
 uint64_t cma_now(void);
 
 /* Send @mad from @sgid to @dgid once the lock is released (at once without memory). Locked. */
@@ -84,10 +84,10 @@ void cma_send_mad(const uint8_t sgid[16], const uint8_t dgid[16], uint8_t tos,
  */
 void cma_cm_unlock(void);
 
-/* The socket address of @gid (IPv4-mapped or IPv6) and @port. */
+/* The socket address of @gid (IPv4-mapped or IPv6) and @port. Any lock state. */
 void cma_sa_of(struct sockaddr_storage *ss, const uint8_t gid[16], uint16_t port);
 
-/* The port of @sa (IPv4 or IPv6), in host order. */
+/* The port of @sa (IPv4 or IPv6), in host order. Any lock state. */
 uint16_t cma_port_of(const struct sockaddr *sa);
 
 /* Send what the connection has to send. Locked. */
@@ -105,17 +105,28 @@ void cma_conn_index_peer(struct cma_conn *c, uint32_t id);
 /* After a connection's MAD or deadline: send, report, and free it once it is done. Locked. */
 void cma_conn_settle(struct cma_conn *c);
 
-/* A new idle connection with a comm ID of this process, indexed and listed; NULL without
- * memory. Locked. */
+/*
+ * A new idle connection with a comm ID of this process, indexed and listed; NULL without memory.
+ * Locked.
+ */
 struct cma_conn *cma_conn_new(void);
 
-/* Start receiving MADs and keeping deadlines. Locked. 0 or an errno. */
+/*
+ * Start receiving MADs and keeping deadlines (once; later calls return 0). Locked. 0, or the
+ * errno of starting the engine (mad.h) or of creating the CM thread.
+ */
 int cma_cm_start(void);
 
-/* Take id->qp to RTR and RTS. 0 or an errno. */
+/*
+ * Take the QP of @c's id to RTR and RTS (cm_events.c). Locked. 0, ENODEV (the connection's
+ * source GID is not on the id's device), or ibv_modify_qp's errno.
+ */
 int cma_conn_ready_qp(struct cma_conn *c);
 
-/* Move @id's QP, if it has one, to the Error state (its work requests flush). */
+/*
+ * Move @id's QP, if it has one, to the Error state (its work requests flush). Unlocked:
+ * rdma_disconnect calls it before taking the lock.
+ */
 void cma_qp_to_error(struct rdma_cm_id *id);
 
 /* The rdma_conn_param an event of @c reports (the negotiated resources and retries). */
@@ -133,8 +144,10 @@ void cma_on_req(const struct cm_msg *m, const struct uroce_mad_rx *rx);
 /* A SIDR_REQ for a listener: a new UD id and CONNECT_REQUEST; rdma_accept answers it. */
 void cma_on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx);
 
-/* Passive SIDR: answer the requester with @status, @qpn (0 in a rejection) and private data.
- * Locked. */
+/*
+ * Passive SIDR: answer the requester with @status, @qpn (0 in a rejection) and @len bytes of
+ * private data at @pd. Locked.
+ */
 void cma_sidr_reply(struct cma_conn *c, uint8_t status, uint32_t qpn, const void *pd, size_t len);
 
 #endif

@@ -170,7 +170,7 @@ void cma_on_sidr_req(const struct cm_msg *m, const struct uroce_mad_rx *rx)
 		     req->private_data + CM_HDR_LEN, CM_SIDR_REQ_PRIVATE - CM_HDR_LEN);
 }
 
-/* Passive SIDR: answer the requester with @status, @qpn and private data. Locked. */
+/* Passive SIDR: answer the requester with @status, @qpn and @len bytes at @pd. Locked. */
 void cma_sidr_reply(struct cma_conn *c, uint8_t status, uint32_t qpn, const void *pd, size_t len)
 {
 	struct cm_sidr_rep rep = {.status = status, .qpn = qpn, .qkey = CM_UDP_QKEY};

@@ -44,12 +44,12 @@ enum cma_state {
 	CMA_ADDR_RESOLVED,  /* and a destination */
 	CMA_ROUTE_RESOLVED, /* and a path */
 	CMA_LISTEN,         /* rdma_listen */
-	CMA_CONNECTING,     /* a connection (cm.c) is being set up */
+	CMA_CONNECTING,     /* a connection (cm_int.h) is being set up */
 	CMA_CONNECTED,
 	CMA_DISCONNECTED,
 };
 
-struct cma_conn; /* cm.c */
+struct cma_conn; /* cm_int.h */
 struct cma_mc;   /* mcast.c */
 
 struct cma_id {
@@ -59,8 +59,8 @@ struct cma_id {
 	enum cma_state state;
 	bool bound;                          /* addr.c: it holds a port (cma_service_of) */
 	struct cma_resolving *resolving;     /* addr.c: its resolution waiting for the hub */
-	struct cma_conn *conn;               /* cm.c: its connection, if any */
-	struct cma_id *next_listener;        /* cm.c: in CMA_LISTEN */
+	struct cma_conn *conn;               /* cm_int.h: its connection, if any */
+	struct cma_id *next_listener;        /* cm_passive.c: in CMA_LISTEN */
 	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep of a listener: for its requests */
 	unsigned int events_out;             /* channel.c: its events taken and not yet acked */
 	struct ibv_pd *ep_pd;
@@ -68,9 +68,9 @@ struct cma_id {
 	uint8_t tos, ack_timeout;
 	bool tos_set, ack_timeout_set, reuseaddr, afonly, afonly_set;
 	struct cma_mc *mcs; /* mcast.c: the groups joined */
-	/* ECE (cm.c): what this side offers in its REQ or REP, and what the peer's carried */
+	/* ECE (cm_active.c): what this side offers in its REQ or REP, what the peer's carried */
 	struct ibv_ece local_ece, remote_ece;
-	int backlog;                 /* a listener's (cm.c) */
+	int backlog;                 /* a listener's (cm_passive.c) */
 	atomic_int requests_waiting; /* its CONNECT_REQUESTs not yet taken (channel.c) */
 };
 
@@ -138,10 +138,16 @@ int cma_join_event(struct rdma_cm_id *id, const struct cma_event_ud *ud, void *c
 /* mcast.c: the id is being destroyed; forget its groups. */
 void cma_mc_release(struct cma_id *c);
 
-/* cm.c: the id is being destroyed; its connection, if any, goes on without it. */
+/*
+ * cm_disconnect.c: the id is being destroyed; it stops listening, and its connection, if any,
+ * disconnects (as Linux's cm_destroy_id) and goes on without it.
+ */
 void cma_conn_forget(struct cma_id *id);
 
-/* cm.c: the attributes for a->qp_state RTR or RTS from @id's connection. 0 or EINVAL. */
+/*
+ * cm_events.c: the attributes for a->qp_state RTR or RTS from @id's connection. 0, EINVAL (no
+ * connection, another state) or ENODEV (its source GID is not on the id's device).
+ */
 int cma_conn_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask);
 
 /* addr.c: the GID of an IP sockaddr (IPv4-mapped for IPv4). */
