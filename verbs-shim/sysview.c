@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The kernel's view of uroce devices (sysview.h): each path of the tree is answered by
- * lookup(), without following links; uroce_sysview_resolve() walks a path through it as the
- * kernel's path walk does (link_path_walk: each component a folder, links followed, the last
- * one only if asked).
+ * The kernel's view of uroce devices (sysview.h): the tree itself. uroce_sysview_lookup()
+ * answers each path of it, without following links; sysview_walk.c walks paths through it.
  */
 #include "verbs-shim/sysview.h"
 
@@ -16,78 +14,12 @@
 #include <string.h>
 
 #include "verbs-shim/caps.h"
-
-#define CLASS_IB       "/sys/class/infiniband"
-#define CLASS_UVERBS   "/sys/class/infiniband_verbs"
-#define DEVICES_IB     "/sys/devices/virtual/infiniband"
-#define DEVICES_UVERBS "/sys/devices/virtual/infiniband_verbs"
-#define DEVICES_NET    "/sys/devices/virtual/uroce"
-#define DEV_IB         "/dev/infiniband"
-
-static const char *const roots[] = {CLASS_IB,       CLASS_UVERBS, DEVICES_IB,
-				    DEVICES_UVERBS, DEVICES_NET,  DEV_IB};
+#include "verbs-shim/sysview_int.h"
 
 /* What ibv_devinfo prints as board_id. */
 #define UROCE_BOARD_ID "uroce_soft_roce"
 /* node_desc: the driver's name, as rxe's reads "rxe". */
 #define UROCE_NODE_DESC "uroce"
-
-/* Match @path against the root @root: the rest after it ("" for the root itself), or NULL. */
-static const char *under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-
-	if (strncmp(path, root, n) || (path[n] && path[n] != '/'))
-		return NULL;
-	return path[n] ? path + n + 1 : path + n;
-}
-
-bool uroce_sysview_owns(const char *path)
-{
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		if (under(path, roots[i]))
-			return true;
-	return false;
-}
-
-int uroce_sysview_normalize(const char *path, char *out, size_t size)
-{
-	size_t len = 0;
-
-	if (path[0] != '/')
-		return EINVAL;
-	while (*path) {
-		size_t n;
-
-		while (*path == '/')
-			path++;
-		n = strcspn(path, "/");
-		if (n == 0)
-			break;
-		if (n == 1 && path[0] == '.') {
-			/* nothing */
-		} else if (n == 2 && path[0] == '.' && path[1] == '.') {
-			while (len > 0 && out[len - 1] != '/')
-				len--;
-			if (len > 0)
-				len--; /* the '/' before the dropped component */
-		} else {
-			if (len + 1 + n + 1 > size)
-				return ENAMETOOLONG;
-			out[len++] = '/';
-			memcpy(out + len, path, n);
-			len += n;
-		}
-		path += n;
-	}
-	if (len == 0) {
-		if (size < 2)
-			return ENAMETOOLONG;
-		out[len++] = '/';
-	}
-	out[len] = '\0';
-	return 0;
-}
 
 /* Node builders. */
 
@@ -490,14 +422,14 @@ static int netdev_node(const struct uroce_sysview_dev *d, const char *rest,
 	return 0;
 }
 
-/* The node at the normalized @path, links not followed: 0 or ENOENT. */
-static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_sysview_node *nd)
+int uroce_sysview_lookup(const struct uroce_sysview *v, const char *path,
+			 struct uroce_sysview_node *nd)
 {
 	const struct uroce_sysview_dev *d;
 	const char *rest, *tail;
 	char name[64];
 
-	if ((rest = under(path, CLASS_IB))) {
+	if ((rest = uroce_sysview_under(path, UROCE_SV_CLASS_IB))) {
 		if (!*rest) {
 			node_dir(nd);
 			for (int i = 0; i < v->ndevs; i++)
@@ -509,7 +441,7 @@ static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_
 		node_link(nd, "../../devices/virtual/infiniband/%s", d->name);
 		return 0;
 	}
-	if ((rest = under(path, CLASS_UVERBS))) {
+	if ((rest = uroce_sysview_under(path, UROCE_SV_CLASS_UVERBS))) {
 		if (!*rest) {
 			node_dir(nd);
 			dir_add(nd, DT_REG, "abi_version");
@@ -526,7 +458,7 @@ static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_
 		node_link(nd, "../../devices/virtual/infiniband_verbs/uverbs%u", d->index);
 		return 0;
 	}
-	if ((rest = under(path, DEVICES_UVERBS))) {
+	if ((rest = uroce_sysview_under(path, UROCE_SV_DEVICES_UVERBS))) {
 		if (!*rest) {
 			node_dir(nd);
 			for (int i = 0; i < v->ndevs; i++)
@@ -538,7 +470,7 @@ static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_
 			return ENOENT;
 		return uverbs_node(d, tail, nd);
 	}
-	if ((rest = under(path, DEVICES_IB))) {
+	if ((rest = uroce_sysview_under(path, UROCE_SV_DEVICES_IB))) {
 		if (!*rest) {
 			node_dir(nd);
 			for (int i = 0; i < v->ndevs; i++)
@@ -550,7 +482,7 @@ static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_
 			return ENOENT;
 		return ibdev_node(d, tail, nd);
 	}
-	if ((rest = under(path, DEVICES_NET))) {
+	if ((rest = uroce_sysview_under(path, UROCE_SV_DEVICES_NET))) {
 		if (!*rest) {
 			node_dir(nd);
 			for (int i = 0; i < v->ndevs; i++)
@@ -563,7 +495,7 @@ static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_
 			return ENOENT;
 		return netdev_node(d, tail, nd);
 	}
-	if ((rest = under(path, DEV_IB))) {
+	if ((rest = uroce_sysview_under(path, UROCE_SV_DEV_IB))) {
 		if (!*rest) {
 			node_dir(nd);
 			dir_add(nd, DT_CHR, "rdma_cm");
@@ -587,102 +519,4 @@ static int lookup(const struct uroce_sysview *v, const char *path, struct uroce_
 		return 0;
 	}
 	return ENOENT;
-}
-
-/* At most this many links on one walk, as the kernel's MAXSYMLINKS. */
-#define MAX_LINKS 40
-
-/* Take the next component of *rest into @name; false when none is left. */
-static bool next_component(const char **rest, char *name, size_t size, bool *last,
-			   bool *trailing_slash)
-{
-	const char *p = *rest;
-	size_t n;
-
-	while (*p == '/')
-		p++;
-	n = strcspn(p, "/");
-	if (n == 0 || n >= size)
-		return false;
-	memcpy(name, p, n);
-	name[n] = '\0';
-	p += n;
-	*trailing_slash = *p == '/';
-	while (*p == '/')
-		p++;
-	*last = *p == '\0';
-	*rest = p;
-	return true;
-}
-
-int uroce_sysview_resolve(const struct uroce_sysview *v, const char *path, bool follow,
-			  struct uroce_sysview_node *node, char *real, size_t real_size)
-{
-	char cur[PATH_MAX] = "", name[NAME_MAX + 1], buf[2][PATH_MAX];
-	const char *rest = path;
-	bool entered = false, last = true, slash = false;
-	int links = 0, which = 0;
-
-	if (path[0] != '/')
-		return -EINVAL;
-	/* The kernel's walk (path_resolution(7)): component by component, ".." taken on the
-	 * path as resolved so far, a link's target put in place of the link. */
-	while (next_component(&rest, name, sizeof(name), &last, &slash)) {
-		size_t len = strlen(cur);
-		int err;
-
-		if (!strcmp(name, "."))
-			continue;
-		if (!strcmp(name, "..")) {
-			while (len > 0 && cur[len - 1] != '/')
-				len--;
-			cur[len ? len - 1 : 0] = '\0';
-			continue;
-		}
-		if (len + 1 + strlen(name) >= sizeof(cur))
-			return -ENAMETOOLONG;
-		cur[len] = '/';
-		strcpy(cur + len + 1, name);
-		/*
-		 * Outside the tree -- above its roots, or where a link of it led (a device's
-		 * parent, a netdev): the components go on lexically, and the kernel walks the
-		 * result (UROCE_SV_REAL). Below a root everything is the tree's.
-		 */
-		if (!uroce_sysview_owns(cur))
-			continue;
-		entered = true;
-		err = lookup(v, cur, node);
-		if (err)
-			return -err;
-		if (node->kind == UROCE_SV_LINK && (!last || follow || slash)) {
-			char *next = buf[which ^= 1];
-
-			if (++links > MAX_LINKS)
-				return -ELOOP;
-			if ((size_t)snprintf(next, PATH_MAX, "%s/%s", node->text, rest) >= PATH_MAX)
-				return -ENAMETOOLONG;
-			if (node->text[0] == '/')
-				cur[0] = '\0';
-			else
-				cur[len] = '\0'; /* relative: from the link's folder */
-			rest = next;
-			continue;
-		}
-		if (!last && node->kind != UROCE_SV_DIR)
-			return -ENOTDIR;
-	}
-	if (!entered)
-		return UROCE_SV_OUTSIDE;
-	if (!cur[0])
-		strcpy(cur, "/");
-	if (!uroce_sysview_owns(cur)) {
-		if (real && (size_t)snprintf(real, real_size, "%s", cur) >= real_size)
-			return -ENAMETOOLONG;
-		return UROCE_SV_REAL;
-	}
-	if (lookup(v, cur, node))
-		return -ENOENT;
-	if (real && (size_t)snprintf(real, real_size, "%s", cur) >= real_size)
-		return -ENAMETOOLONG;
-	return UROCE_SV_NODE;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the files of liburoce-preload.so's RDMA netlink share (netlink.c: the sockets, their
- * table and control calls; netlink_io.c: sending, the answers, receiving): an emulated socket,
- * the table of the descriptors that refer to one, and the way through for every other.
+ * table and control calls; netlink_opt.c: the socket options; netlink_io.c: sending, the
+ * answers, receiving): an emulated socket, the table of the descriptors that refer to one, and
+ * the way through for every other.
  */
 #ifndef UROCE_PRELOAD_NETLINK_INT_H
 #define UROCE_PRELOAD_NETLINK_INT_H
