@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/support/host_address.h"
+
 Test(rdmacm, channel_fd_is_pollable_and_nonblocking)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -118,6 +120,16 @@ static struct sockaddr_in lo4(uint16_t port)
 	return sin;
 }
 
+/* An IPv4 address of a uroce device other than uroce_lo (tests/support/host_address.h). */
+static struct sockaddr_in host4(uint16_t port)
+{
+	struct sockaddr_in sin;
+
+	cr_assert(host_address4(port, &sin),
+		  "this test needs an interface besides lo with an IPv4 address");
+	return sin;
+}
+
 /*
  * rdma_get_devices returns the contexts the ids use, the same ones on every call, and they stay
  * open after rdma_free_devices, as librdmacm's do (libfabric's verbs provider matches its
@@ -126,7 +138,7 @@ static struct sockaddr_in lo4(uint16_t port)
 Test(rdmacm, devices_are_the_ids_contexts_and_stay_open)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in sin = lo4(0);
+	struct sockaddr_in sin = host4(0);
 	struct ibv_context **first, **second;
 	struct ibv_device_attr attr;
 	struct rdma_cm_id *id;
@@ -157,8 +169,9 @@ Test(rdmacm, bind_ports_and_devices)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *a, *b, *c, *u;
-	struct sockaddr_in sin = lo4(0), any = {.sin_family = AF_INET, .sin_port = htons(7471)};
-	struct sockaddr_in nowhere = {.sin_family = AF_INET};
+	struct sockaddr_in sin = host4(0), any = {.sin_family = AF_INET, .sin_port = htons(7471)};
+	struct sockaddr_in nowhere = {.sin_family = AF_INET}, lo = lo4(0);
+	struct rdma_cm_id *l, *m;
 
 	cr_assert_eq(rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), 0);
 	cr_assert_eq(rdma_create_id(ch, &b, NULL, RDMA_PS_TCP), 0);
@@ -167,27 +180,38 @@ Test(rdmacm, bind_ports_and_devices)
 	cr_assert_eq(rdma_bind_addr(a, (struct sockaddr *)&sin), 0);
 	cr_assert_neq(rdma_get_src_port(a), 0, "port 0 takes an ephemeral port");
 	cr_assert_not_null(a->verbs);
-	cr_assert_str_eq(ibv_get_device_name(a->verbs->device), "uroce_lo");
+	cr_assert_str_neq(ibv_get_device_name(a->verbs->device), "uroce_lo");
 	cr_assert_eq(a->port_num, 1);
 	cr_assert_eq(rdma_bind_addr(a, (struct sockaddr *)&sin), -1, "bound twice");
 	cr_assert_eq(errno, EINVAL);
-	sin = lo4(ntohs(rdma_get_src_port(a)));
+	sin = host4(ntohs(rdma_get_src_port(a)));
 	cr_assert_eq(rdma_bind_addr(b, (struct sockaddr *)&sin), -1);
 	cr_assert_eq(errno, EADDRINUSE);
 	cr_assert_eq(rdma_bind_addr(u, (struct sockaddr *)&sin), 0, "another port space");
 	cr_assert_eq(rdma_bind_addr(b, (struct sockaddr *)&any), 0, "a wildcard");
 	cr_assert_null(b->verbs, "a wildcard binds no device");
 	any.sin_addr.s_addr = 0;
-	sin = lo4(7471);
+	sin = host4(7471);
 	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&sin), -1, "under the wildcard");
 	cr_assert_eq(errno, EADDRNOTAVAIL, "the kernel's answer when a wildcard is involved");
-	nowhere.sin_addr.s_addr = htonl(0xC0000201); /* 192.0.2.1, on no interface */
+	nowhere.sin_addr.s_addr = htonl(0xC6336401); /* 198.51.100.1, on no interface */
 	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&nowhere), -1);
 	cr_assert_eq(errno, ENODEV);
 	cr_assert_eq(rdma_destroy_id(a), 0);
-	sin = lo4(0);
+	sin = host4(0);
 	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&sin), 0,
 		     "a destroyed id's port is free");
+	/* A loopback address is "any" to rdma_cm (cma_any_addr): no device, and a wildcard's
+	 * conflicts. */
+	cr_assert_eq(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_create_id(ch, &m, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_bind_addr(l, (struct sockaddr *)&lo), 0);
+	cr_assert_null(l->verbs, "127.0.0.1 binds no device");
+	lo = lo4(ntohs(rdma_get_src_port(l)));
+	cr_assert_eq(rdma_bind_addr(m, (struct sockaddr *)&lo), -1);
+	cr_assert_eq(errno, EADDRNOTAVAIL, "the same loopback port: a wildcard is involved");
+	rdma_destroy_id(l);
+	rdma_destroy_id(m);
 	rdma_destroy_id(b);
 	rdma_destroy_id(c);
 	rdma_destroy_id(u);
@@ -324,6 +348,32 @@ static struct rdma_cm_id *resolved(enum rdma_port_space ps)
 	return id;
 }
 
+/*
+ * librdmacm's ucma_valid_param: RDMA READ and atomic resources above the device's maximum are
+ * refused, but 255 (RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH) asks for that maximum.
+ */
+Test(rdmacm, rd_atomic_resources_as_librdmacm)
+{
+	struct rdma_cm_id *id = resolved(RDMA_PS_TCP);
+	struct ibv_qp_init_attr qa = {
+		.cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC};
+	struct rdma_conn_param p = {.responder_resources = 1, .initiator_depth = 1};
+	struct ibv_device_attr da;
+
+	cr_assert_eq(ibv_query_device(id->verbs, &da), 0);
+	cr_assert_lt(da.max_qp_rd_atom, 255);
+	cr_assert_eq(rdma_create_qp(id, NULL, &qa), 0);
+	p.responder_resources = (uint8_t)(da.max_qp_rd_atom + 1);
+	cr_assert_eq(rdma_connect(id, &p), -1, "more responder resources than the device has");
+	cr_assert_eq(errno, EINVAL);
+	p.responder_resources = 1;
+	p.initiator_depth = (uint8_t)(da.max_qp_init_rd_atom + 1);
+	cr_assert_eq(rdma_connect(id, &p), -1, "a deeper initiator than the device allows");
+	cr_assert_eq(errno, EINVAL);
+	rdma_destroy_ep(id);
+}
+
 Test(rdmacm, create_qp_with_default_pd_and_cqs)
 {
 	struct rdma_cm_id *a = resolved(RDMA_PS_TCP), *b = resolved(RDMA_PS_TCP),
@@ -373,9 +423,13 @@ Test(rdmacm, create_ep_passive_and_active)
 		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
 		.qp_type = IBV_QPT_RC};
 	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+	struct sockaddr_in host = host4(0);
+	char at[INET_ADDRSTRLEN];
 	struct rdma_cm_id *id;
 
-	cr_assert_eq(rdma_getaddrinfo("127.0.0.1", "7472", &hints, &res), 0);
+	/* On a device's address: a passive id bound to 127.0.0.1 has no device for its SRQ. */
+	inet_ntop(AF_INET, &host.sin_addr, at, sizeof(at));
+	cr_assert_eq(rdma_getaddrinfo(at, "7472", &hints, &res), 0);
 	cr_assert_eq(rdma_create_ep(&id, res, NULL, NULL), 0);
 	cr_assert_eq(rdma_get_src_port(id), htons(7472));
 	cr_assert_null(id->qp);
@@ -401,7 +455,8 @@ static int set_int(struct rdma_cm_id *id, int name, int v)
 Test(rdmacm, options_with_the_kernels_rules)
 {
 	struct rdma_cm_id *a, *b, *u, *v6;
-	struct sockaddr_in sin = lo4(7480), any = {.sin_family = AF_INET, .sin_port = htons(7481)};
+	struct sockaddr_in sin = host4(7480),
+			   any = {.sin_family = AF_INET, .sin_port = htons(7481)};
 	struct sockaddr_in6 any6 = {.sin6_family = AF_INET6, .sin6_port = htons(7481)};
 	struct sockaddr_in dst = lo4(7482);
 	uint8_t tos = 0x60, timeout = 20;
@@ -496,7 +551,7 @@ Test(rdmacm, multicast_join_and_leave)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *id, *tcp;
 	struct rdma_cm_event *ev;
-	struct sockaddr_in src = lo4(0), group = {.sin_family = AF_INET}, other = group;
+	struct sockaddr_in src = host4(0), group = {.sin_family = AF_INET}, other = group;
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_UD,
 		.cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};

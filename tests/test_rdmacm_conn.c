@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/support/host_address.h"
+
 #define WAIT_MS 30000
 
 /* Set in the forked server, whose failures are its exit status (Criterion knows no child). */
@@ -422,6 +424,66 @@ Test(rdmacm_conn, passive_side_disconnects, .timeout = 60)
 	cr_assert_eq(rdma_establish(id), 0);
 	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
 	cr_assert_eq(rdma_disconnect(id), 0, "answers the DREQ (DREP)");
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	server_exits_cleanly(server);
+}
+
+/*
+ * Server: bound to 127.0.0.1, which rdma_cm counts as "any" (cma_any_addr): no device comes
+ * with the binding, and the listener takes a REQ sent to another of the host's addresses.
+ */
+static void listen_on_loopback_as_any(uint16_t port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l = listen_on(ch, port);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *child;
+	struct rdma_conn_param p = param(NULL, 0, 0x789);
+
+	need(l->verbs == NULL, "an id bound to 127.0.0.1 has no device (it has %s)",
+	     ibv_get_device_name(l->verbs->device));
+	listening();
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	child = ev->id;
+	need(child->verbs && strcmp(ibv_get_device_name(child->verbs->device), "uroce_lo"),
+	     "the request came to a device other than uroce_lo");
+	rdma_ack_cm_event(ev);
+	need(rdma_accept(child, &p) == 0, "rdma_accept: %s", strerror(errno));
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED));
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_destroy_id(child);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+}
+
+/* An IPv4 address of this host on an interface other than lo, with @port. */
+static struct sockaddr_in host4(uint16_t port)
+{
+	struct sockaddr_in sin;
+
+	cr_assert(host_address4(port, &sin),
+		  "this test needs an interface besides lo with an IPv4 address");
+	return sin;
+}
+
+Test(rdmacm_conn, loopback_listener_listens_on_every_device, .timeout = 60)
+{
+	pid_t server = fork_server(listen_on_loopback_as_any, 7507);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in to = host4(7507);
+	struct rdma_conn_param p = param(NULL, 0, 0x456);
+	struct rdma_cm_id *id;
+
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&to, 2000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	cr_assert_eq(rdma_resolve_route(id, 2000), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	cr_assert_eq(rdma_connect(id, &p), 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE));
+	cr_assert_eq(rdma_establish(id), 0);
+	cr_assert_eq(rdma_disconnect(id), 0);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 	server_exits_cleanly(server);

@@ -13,7 +13,7 @@
 # cmtime (100 connections set up and torn down; its server never exits, so it is stopped),
 # rejected (no server: the host answers REQ with REJ 8 and SIDR_REQ with SIDR_REP 1 at once, as
 # the kernel does), addrinuse (a second server on a port another process holds: EADDRINUSE,
-# or EADDRNOTAVAIL for a wildcard),
+# or EADDRNOTAVAIL for a wildcard or a loopback address),
 # hubkilled (three servers; the first, the hub, is killed: the other two still get their
 # clients, their listens claimed at the new hub, and the dead one's port draws REJ 8), mckey
 # (two receivers and a sender in a multicast group, IPv4 then IPv6: every receiver gets every
@@ -89,11 +89,16 @@ rejected)
 	exit 0
 	;;
 addrinuse)
-	timeout 20 "$run" rping -s -a 127.0.0.1 -p "$port" -C 1 >"$dir/first.out" 2>&1 &
+	# On an address of a device other than uroce_lo: rdma_cm counts loopback addresses as
+	# "any" (the kernel's cma_any_addr), with a wildcard's conflicts.
+	host=$(ip -4 -o addr show scope global up | awk '{ sub("/.*", "", $4); print $4; exit }')
+	[[ -n $host ]] || { echo "FAIL: addrinuse needs an interface besides lo with an IPv4 address" >&2; exit 1; }
+	timeout 20 "$run" rping -s -a "$host" -p "$port" -C 1 >"$dir/first.out" 2>&1 &
 	server=$!
 	sleep 0.3
 	# The kernel's rdma_cm: the same address is in use; a wildcard cannot be assigned.
-	for case in "127.0.0.1|Address already in use" "0.0.0.0|Cannot assign requested address"; do
+	for case in "$host|Address already in use" "0.0.0.0|Cannot assign requested address" \
+		"127.0.0.1|Cannot assign requested address"; do
 		addr=${case%%|*}
 		timeout 5 "$run" rping -s -a "$addr" -p "$port" -C 1 >"$dir/second.out" 2>&1
 		rc=$?

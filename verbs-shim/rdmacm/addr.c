@@ -93,6 +93,16 @@ static bool is_wildcard(const struct sockaddr *sa)
 	return !memcmp(&g, sa->sa_family == AF_INET ? &any4 : &(union ibv_gid){0}, sizeof(g));
 }
 
+/* 127.0.0.0/8 or ::1 (the kernel's ipv4_is_loopback, ipv6_addr_loopback). */
+bool cma_is_loopback(const struct sockaddr *sa)
+{
+	static const struct in6_addr v6 = IN6ADDR_LOOPBACK_INIT;
+
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &v6, sizeof(v6));
+}
+
 /* net.ipv6.bindv6only: whether an IPv6 wildcard leaves IPv4 alone. */
 static bool bindv6only(void)
 {
@@ -108,18 +118,22 @@ static bool bindv6only(void)
 }
 
 /*
- * The first half of binding @c to @addr: the device and port holding the address (none for a
- * wildcard) with its default PD, the id's source address and AF_ONLY default, and *@s, the
- * port to reserve. 0, ENODEV (as the kernel: no RDMA device holds the address) or ENOMEM.
+ * The first half of binding @c to @addr: the device and port holding the address with its
+ * default PD, the id's source address and AF_ONLY default, and *@s, the port to reserve. A
+ * wildcard has no device, nor has a loopback address unless @attach_loopback: rdma_cm counts
+ * loopback addresses as "any" (cma_any_addr), so rdma_bind_addr to 127.0.0.1 attaches no
+ * device and a listener there listens on every device; only the resolution of a loopback
+ * destination binds a device (cma_bind_loopback), here uroce_lo. 0, ENODEV (as the kernel: no
+ * RDMA device holds the address) or ENOMEM.
  */
-static int bind_start(struct cma_id *c, const struct sockaddr *addr, struct ibv_context **verbs,
-		      uint8_t *port_num, struct uroce_service *s)
+static int bind_start(struct cma_id *c, const struct sockaddr *addr, bool attach_loopback,
+		      struct ibv_context **verbs, uint8_t *port_num, struct uroce_service *s)
 {
 	union ibv_gid g = cma_gid(addr);
 
 	*verbs = NULL;
 	*port_num = 0;
-	if (!is_wildcard(addr)) {
+	if (!is_wildcard(addr) && (attach_loopback || !cma_is_loopback(addr))) {
 		*verbs = cma_device_of(g.raw);
 		if (!*verbs)
 			return ENODEV;
@@ -161,7 +175,7 @@ static int bind_to(struct cma_id *c, const struct sockaddr *addr)
 	struct ibv_context *verbs;
 	struct uroce_service s;
 	uint8_t port_num;
-	int err = bind_start(c, addr, &verbs, &port_num, &s);
+	int err = bind_start(c, addr, false, &verbs, &port_num, &s);
 
 	if (err)
 		return err;
@@ -204,7 +218,7 @@ static int resolve_bind(struct cma_id *c, const struct sockaddr *src, const stru
 
 	if (!q)
 		return ENOMEM;
-	err = bind_start(c, src, &q->verbs, &q->port_num, &s);
+	err = bind_start(c, src, true, &q->verbs, &q->port_num, &s);
 	if (!err) {
 		memcpy(&c->id.route.addr.dst_addr, dst, sa_len(dst));
 		q->c = c;
@@ -236,11 +250,23 @@ void cma_resolve_cancel(struct cma_id *c)
 	pthread_mutex_unlock(&resolve_lock);
 }
 
+union ibv_gid cma_service_gid(const struct sockaddr *sa)
+{
+	union ibv_gid g = cma_gid(sa);
+
+	if (cma_is_loopback(sa)) {
+		memset(g.raw, 0, sizeof(g.raw));
+		if (sa->sa_family == AF_INET)
+			g.raw[10] = g.raw[11] = 0xff;
+	}
+	return g;
+}
+
 struct uroce_service cma_service_of(const struct cma_id *c)
 {
 	const struct sockaddr *src = &c->id.route.addr.src_addr;
 	struct uroce_service s = {.ps = (uint16_t)c->id.ps, .port = get_port(src)};
-	union ibv_gid g = cma_gid(src);
+	union ibv_gid g = cma_service_gid(src);
 
 	if (c->reuseaddr)
 		s.flags |= UROCE_SERVICE_REUSEADDR;
@@ -344,13 +370,19 @@ UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_a
 	    rdma_bind_addr(id, src_addr))
 		return -1;
 	if (!id->verbs) {
-		/* Unbound or bound to a wildcard: the route's source, keeping any port asked for.
+		/*
+		 * Unbound or bound to a wildcard: the route's source, keeping any port asked for.
+		 * Bound to a loopback address: that address, on uroce_lo.
 		 */
-		uint16_t port = c->state == CMA_BOUND ? get_port(&id->route.addr.src_addr)
+		const struct sockaddr *bound = &id->route.addr.src_addr;
+		uint16_t port = c->state == CMA_BOUND ? get_port(bound)
 				: src_addr            ? get_port(src_addr)
 						      : 0;
 
-		err = route_source(dst_addr, &src);
+		if (c->state == CMA_BOUND && cma_is_loopback(bound))
+			memcpy(&src, bound, sa_len(bound));
+		else
+			err = route_source(dst_addr, &src);
 		if (!err) {
 			set_port((struct sockaddr *)&src, port);
 			unbind(c);

@@ -91,14 +91,15 @@ static int sidr_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 /*
  * 0 (ESTABLISHED, REJECTED, UNREACHABLE or CONNECT_RESPONSE follows; a synchronous id waits
  * for it), or -1 with errno: EINVAL (NULL, the route not resolved, no QP and no
- * conn_param->qp_num, more than 56 bytes of private data), ENOMEM, or the errno of starting
- * the engine.
+ * conn_param->qp_num, more than 56 bytes of private data, RDMA READ or atomic resources beyond
+ * the device's: cma_rd_atomic_check), ENOMEM, or the errno of starting the engine.
  */
 UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct cma_id *ci;
 	struct cma_conn *c;
 	struct cm_req req = {0};
+	uint8_t max_resp, max_init;
 	uint32_t qpn;
 	int err;
 
@@ -109,7 +110,8 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 	ci = to_cma_id(id);
 	qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
 	if (ci->state != CMA_ROUTE_RESOLVED || !qpn ||
-	    (conn_param && conn_param->private_data_len > CM_REQ_PRIVATE - CM_HDR_LEN))
+	    (conn_param && conn_param->private_data_len > CM_REQ_PRIVATE - CM_HDR_LEN) ||
+	    cma_rd_atomic_check(id, conn_param, &max_resp, &max_init))
 		return cma_fail(EINVAL);
 	pthread_mutex_lock(&cma_cm.lock);
 	c = active_conn(ci, &err);
@@ -117,8 +119,13 @@ UROCE_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
 		cma_cm_unlock();
 		return cma_fail(err);
 	}
-	c->responder_resources = conn_param ? conn_param->responder_resources : 1;
-	c->initiator_depth = conn_param ? conn_param->initiator_depth : 1;
+	/* librdmacm's rdma_connect: 0xFF, or no parameters, ask for the device's maximum. */
+	c->responder_resources = conn_param && conn_param->responder_resources != RDMA_MAX_RESP_RES
+					 ? conn_param->responder_resources
+					 : max_resp;
+	c->initiator_depth = conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH
+				     ? conn_param->initiator_depth
+				     : max_init;
 	c->retry_count = conn_param && conn_param->retry_count < 7 ? conn_param->retry_count : 7;
 	c->rnr_retry =
 		conn_param && conn_param->rnr_retry_count < 7 ? conn_param->rnr_retry_count : 7;

@@ -102,6 +102,26 @@ void cma_qp_to_error(struct rdma_cm_id *id)
 		ibv_modify_qp(id->qp, &a, IBV_QP_STATE);
 }
 
+int cma_rd_atomic_check(struct rdma_cm_id *id, const struct rdma_conn_param *param,
+			uint8_t *max_resp, uint8_t *max_init)
+{
+	struct ibv_device_attr attr;
+
+	*max_resp = *max_init = 1;
+	if (id->verbs && !ibv_query_device(id->verbs, &attr)) {
+		*max_resp = (uint8_t)attr.max_qp_rd_atom;
+		*max_init = (uint8_t)attr.max_qp_init_rd_atom;
+	}
+	if (id->ps != RDMA_PS_TCP || !param)
+		return 0;
+	if (param->responder_resources != RDMA_MAX_RESP_RES &&
+	    param->responder_resources > *max_resp)
+		return EINVAL;
+	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH && param->initiator_depth > *max_init)
+		return EINVAL;
+	return 0;
+}
+
 void cma_conn_param_of(struct rdma_conn_param *p, const struct cma_conn *c)
 {
 	memset(p, 0, sizeof(*p));

@@ -132,6 +132,16 @@ void cma_qp_to_error(struct rdma_cm_id *id);
 /* The rdma_conn_param an event of @c reports (the negotiated resources and retries). */
 void cma_conn_param_of(struct rdma_conn_param *p, const struct cma_conn *c);
 
+/*
+ * librdmacm's checks of @param for rdma_connect and rdma_accept (ucma_valid_param): for an id
+ * of RDMA_PS_TCP, a responder_resources or initiator_depth above what @id's device allows
+ * (max_qp_rd_atom, max_qp_init_rd_atom) is EINVAL, except RDMA_MAX_RESP_RES and
+ * RDMA_MAX_INIT_DEPTH (0xFF), which ask for that maximum. 0 or EINVAL; *@max_resp and
+ * *@max_init get the device's maxima (1 without a device).
+ */
+int cma_rd_atomic_check(struct rdma_cm_id *id, const struct rdma_conn_param *param,
+			uint8_t *max_resp, uint8_t *max_init);
+
 /* Turn the connection's CM events into rdma_cm events. Locked. */
 void cma_conn_deliver(struct cma_conn *c);
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@ static struct cma_id *listener_of(uint64_t sid, const uint8_t dgid[16])
 	for (struct cma_id *l = cma_cm.listeners; l; l = l->next_listener) {
 		struct rdma_cm_id *id = &l->id;
 		static const uint8_t any4[16] = {[10] = 0xff, 0xff}, any6[16];
-		union ibv_gid g = cma_gid(&id->route.addr.src_addr);
+		union ibv_gid g = cma_service_gid(&id->route.addr.src_addr);
 
 		if (cm_service_id((enum cm_port_space)id->ps,
 				  cma_port_of(&id->route.addr.src_addr)) != sid)
@@ -221,13 +222,15 @@ UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 
 /*
  * 0 (ESTABLISHED follows when the RTU comes), or -1 with errno: EINVAL (NULL, not a
- * connection request, more than 196 bytes of private data), or what readying id->qp returns.
+ * connection request, more than 196 bytes of private data, RDMA READ or atomic resources
+ * beyond the device's: cma_rd_atomic_check), or what readying id->qp returns.
  */
 UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct cma_id *ci;
 	struct cma_conn *c;
 	struct cm_rep rep = {0};
+	uint8_t max_resp, max_init;
 	int err = 0;
 
 	if (!id)
@@ -248,18 +251,25 @@ UROCE_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 		return 0;
 	}
 	if (!c || c->cm.state != CM_REQ_RCVD ||
-	    (conn_param && conn_param->private_data_len > CM_REP_PRIVATE)) {
+	    (conn_param && conn_param->private_data_len > CM_REP_PRIVATE) ||
+	    cma_rd_atomic_check(id, conn_param, &max_resp, &max_init)) {
 		cma_cm_unlock();
 		return cma_fail(EINVAL);
 	}
-	if (conn_param) {
-		/* As librdmacm: never more than the peer asked for. */
-		if (conn_param->responder_resources < c->responder_resources)
-			c->responder_resources = conn_param->responder_resources;
-		if (conn_param->initiator_depth < c->initiator_depth)
-			c->initiator_depth = conn_param->initiator_depth;
+	/*
+	 * librdmacm's rdma_accept: a value given is taken; 0xFF, or no parameters, take what the
+	 * REQ offers, within the device's maximum.
+	 */
+	if (!conn_param || conn_param->responder_resources == RDMA_MAX_RESP_RES)
+		c->responder_resources = MIN(c->responder_resources, max_resp);
+	else
+		c->responder_resources = conn_param->responder_resources;
+	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH)
+		c->initiator_depth = MIN(c->initiator_depth, max_init);
+	else
+		c->initiator_depth = conn_param->initiator_depth;
+	if (conn_param)
 		c->rnr_retry = conn_param->rnr_retry_count < 7 ? conn_param->rnr_retry_count : 7;
-	}
 	if (id->qp)
 		err = cma_conn_ready_qp(c);
 	if (err) {
