@@ -1,13 +1,12 @@
 # The RDMA middleware over uroce, unmodified (issue "The RDMA middleware runs on uroce
-# unmodified"): UCX's ucx_perftest between two processes on loopback, with UCX's defaults but
-# the transports (UCX sets RC up through UD). Each test has a TCP port (18900 and up; its UDP
-# port is 10000 more). CI runs the tests named in _ucx_ci; the label middleware-full runs them
-# all. (Between namespaces, ucx-perftest.sh's netns mode, UCX does not run yet: docs/UNSUPPORTED.md,
-# "Middleware between hosts".)
+# unmodified"): UCX's ucx_perftest between two processes on loopback and between two network
+# namespaces, with UCX's defaults but the transports (UCX sets RC up through UD). Each test has
+# a TCP port (18900 and up; its UDP port is 10000 more). CI runs the tests named in _ucx_ci;
+# the label middleware-full runs them all.
 set(_ucx_ci ucx_perftest_ud_tag_lat ucx_perftest_rc_ud_tag_lat ucx_perftest_ud_ucp_put_bw
-    ucx_perftest_rc_ud_tag_bw)
+    ucx_perftest_rc_ud_tag_bw ucx_perftest_ud_tag_lat_netns ucx_perftest_rc_ud_tag_bw_netns)
 set(_ucx_port 18900)
-foreach(_where loopback)
+foreach(_where loopback netns)
   foreach(_tls "ud|ud_verbs,self" "rc_ud|rc_verbs,ud_verbs,self")
     string(REPLACE "|" ";" _f "${_tls}")
     list(GET _f 0 _tname)
@@ -61,11 +60,28 @@ foreach(_entry "loopback|1|19811" "netns|1|19812" "loopback|20|19813|full" "netn
   endif()
 endforeach()
 
-# libfabric's fi_pingpong over its verbs provider (middleware/fi-pingpong.sh): DGRAM (UD)
-# between two processes on loopback. (MSG and RDM through ofi_rxm, and anything between
-# namespaces, do not run yet: docs/UNSUPPORTED.md, "Middleware between hosts".)
-add_test(NAME fi_pingpong_dgram
-  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/middleware/fi-pingpong.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
-          "${UROCE_SANITIZE}" 18920 verbs dgram loopback)
-set_tests_properties(fi_pingpong_dgram PROPERTIES LABELS "shim;integration" TIMEOUT 120
-                     SKIP_RETURN_CODE 77)
+# libfabric's fi_pingpong over its verbs provider (middleware/fi-pingpong.sh), with libfabric's
+# defaults: DGRAM (UD), MSG (RC through rdma_cm) and RDM through ofi_rxm, on one host and between
+# namespaces (TCP ports 18920-18925).
+set(_fi_port 18920)
+foreach(_where loopback netns)
+  foreach(_ep "dgram|verbs" "msg|verbs" "rdm|verbs\\;ofi_rxm")
+    string(REPLACE "|" ";" _f "${_ep}")
+    list(GET _f 0 _type)
+    list(GET _f 1 _prov)
+    set(_name fi_pingpong_${_type})
+    set(_labels "shim;integration")
+    if(_where STREQUAL "netns")
+      set(_name ${_name}_netns)
+      list(APPEND _labels netns)
+    endif()
+    math(EXPR _net "${_fi_port} - 18920 + 40")
+    add_test(NAME ${_name}
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/middleware/fi-pingpong.sh
+              ${CMAKE_BINARY_DIR}/bin/uroce-run "${UROCE_SANITIZE}" ${_fi_port} "${_prov}"
+              ${_type} ${_where} ${_net})
+    set_tests_properties(${_name} PROPERTIES LABELS "${_labels}" TIMEOUT 150
+                         SKIP_RETURN_CODE 77)
+    math(EXPR _fi_port "${_fi_port} + 1")
+  endforeach()
+endforeach()

@@ -90,3 +90,10 @@ add_test(NAME netns_three_hosts
           "${UROCE_SANITIZE}")
 set_tests_properties(netns_three_hosts PROPERTIES LABELS "netns;integration" TIMEOUT 120
                      SKIP_RETURN_CODE 77)
+
+# A tentative IPv6 address is no GID until duplicate address detection has passed.
+add_test(NAME netns_tentative_gid
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/netns/tentative-gid.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          "${UROCE_SANITIZE}")
+set_tests_properties(netns_tentative_gid PROPERTIES LABELS "netns;integration" TIMEOUT 60
+                     SKIP_RETURN_CODE 77)

@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <linux/if_packet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/ethtool.h>
+#include <linux/if_addr.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -63,6 +65,57 @@ static struct uroce_iface *iface_get(struct uroce_iface *ifs, int *nifs, const c
 	memset(f, 0, sizeof(*f));
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	return f;
+}
+
+/* IPv6 addresses no datagram may leave from yet, or at all (tentative_v6). */
+struct v6_unusable {
+	struct in6_addr addr[64];
+	int n;
+};
+
+/*
+ * The host's IPv6 addresses a UDP socket cannot send from, by the flags addrconf shows in
+ * /proc/net/if_inet6 (if6_seq_show; getifaddrs gives no flags): tentative ones, while
+ * duplicate address detection runs (IFA_F_TENTATIVE without IFA_F_OPTIMISTIC), and those it
+ * found duplicated (IFA_F_DADFAILED). The kernel refuses them as a datagram's source
+ * (ip6_datagram_send_ctl: EINVAL), so they are no GID until detection has passed: a link-local
+ * address comes up to a few seconds after its link.
+ */
+static void tentative_v6(struct v6_unusable *u)
+{
+	FILE *f = fopen("/proc/net/if_inet6", "re");
+	char hex[33], name[IF_NAMESIZE + 1];
+	unsigned int ifindex, plen, scope, flags;
+
+	u->n = 0;
+	if (!f)
+		return;
+	while (u->n < (int)(sizeof(u->addr) / sizeof(u->addr[0])) &&
+	       fscanf(f, "%32s %x %x %x %x %16s", hex, &ifindex, &plen, &scope, &flags, name) ==
+		       6) {
+		if (!((flags & IFA_F_TENTATIVE) && !(flags & IFA_F_OPTIMISTIC)) &&
+		    !(flags & IFA_F_DADFAILED))
+			continue;
+		for (int i = 0; i < 16; i++) {
+			unsigned int byte;
+
+			if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
+				break;
+			u->addr[u->n].s6_addr[i] = (uint8_t)byte;
+		}
+		u->n++;
+	}
+	fclose(f);
+}
+
+static bool v6_is_unusable(const struct v6_unusable *u, const struct sockaddr *sa)
+{
+	const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+	for (int i = 0; i < u->n; i++)
+		if (!memcmp(&u->addr[i], a, sizeof(*a)))
+			return true;
+	return false;
 }
 
 static void iface_add_gid(struct uroce_iface *f, const struct sockaddr *sa)
@@ -151,8 +204,10 @@ int uroce_ifaces_read(struct uroce_iface **out, int *nout)
 {
 	struct ifaddrs *ifa_list;
 	struct uroce_iface *ifs;
+	struct v6_unusable unusable;
 	int n = 0, nifs = 0, sock;
 
+	tentative_v6(&unusable);
 	if (getifaddrs(&ifa_list))
 		return errno;
 	for (struct ifaddrs *ifa = ifa_list; ifa; ifa = ifa->ifa_next)
@@ -180,7 +235,7 @@ int uroce_ifaces_read(struct uroce_iface **out, int *nout)
 				memcpy(f->mac, ll->sll_addr, 6);
 				f->has_mac = true;
 			}
-		} else {
+		} else if (sa->sa_family == AF_INET || !v6_is_unusable(&unusable, sa)) {
 			iface_add_gid(f, sa);
 		}
 	}

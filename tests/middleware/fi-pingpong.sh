@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libfabric's fi_pingpong (Debian's libfabric-bin) as a server (no address) and a client, through
-# uroce-run, on loopback or between two network namespaces (middleware/pair.sh), with
+# uroce-run, on one host or between two network namespaces (middleware/pair.sh), with
 # libfabric's defaults (every size, 10 iterations each) and its data checks (-c): both must
 # end well and the client print a row for each size.
 # Usage: fi-pingpong.sh UROCE_RUN SANITIZER CTRL_PORT PROVIDER EP_TYPE loopback|netns [N]
@@ -11,12 +11,19 @@ command -v fi_pingpong >/dev/null ||
 	{ echo "fi-pingpong.sh: fi_pingpong not found (libfabric-bin; scripts/setup.sh installs it)" >&2; exit 1; }
 . "$(dirname "$0")/pair.sh"
 pair_setup "$2" "$6" "fi$port" "${7:-0}"
+# MSG and RDM connect through rdma_cm, which counts 127.0.0.1 as "any" and has no route there
+# (the kernel's rdma_resolve_route: ENODEV): on one host their client aims at a device's address,
+# as over the kernel's rxe.
+if [[ $pair_where == loopback && $ep != dgram ]]; then
+	addr=$(ip -4 -o addr show scope global up | awk '{ sub("/.*", "", $4); print $4; exit }')
+	[[ -n $addr ]] || { echo "FAIL: fi-pingpong.sh $ep needs an interface besides lo with an IPv4 address" >&2; exit 1; }
+fi
 export UROCE_UDP_PORT=$((port + 10000))
 
-"${in_a[@]}" timeout 60 "$run" fi_pingpong -p "$prov" -e "$ep" -B "$port" -c >"$dir/server.out" 2>&1 &
+"${in_a[@]}" timeout -k 5 60 "$run" fi_pingpong -p "$prov" -e "$ep" -B "$port" -c >"$dir/server.out" 2>&1 &
 server=$!
 pair_wait_tcp "$port" || { echo "FAIL: fi_pingpong's server did not listen" >&2; cat "$dir/server.out" >&2; exit 1; }
-"${in_b[@]}" timeout 60 "$run" fi_pingpong -p "$prov" -e "$ep" -P "$port" -c "$addr" \
+"${in_b[@]}" timeout -k 5 60 "$run" fi_pingpong -p "$prov" -e "$ep" -P "$port" -c "$addr" \
 	>"$dir/client.out" 2>&1
 client_rc=$?
 wait "$server"

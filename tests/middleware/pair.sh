@@ -38,6 +38,15 @@ pair_setup() {
 		done
 		ip -n "$pair_a" link set va up
 		ip -n "$pair_b" link set vb up
+		# A host's links are up before its programs start: a uroce port is active once its
+		# interface's operational state is up (IFF_RUNNING), which the kernel's link watch
+		# sets up to a second after the carrier.
+		local i
+		for ((i = 0; i < 100; i++)); do
+			ip -n "$pair_a" -o link show va | grep -q "state UP" &&
+				ip -n "$pair_b" -o link show vb | grep -q "state UP" && break
+			sleep 0.05
+		done
 		in_a=(ip netns exec "$pair_a") in_b=(ip netns exec "$pair_b") addr=10.204.$n.1
 		;;
 	*)

@@ -14,10 +14,10 @@ command -v ucx_perftest >/dev/null ||
 pair_setup "$2" "$6" "ucx$port" "${7:-0}"
 export UROCE_UDP_PORT=$((port + 10000))
 
-"${in_a[@]}" timeout 60 "$run" ucx_perftest -p "$port" >"$dir/server.out" 2>&1 &
+"${in_a[@]}" timeout -k 5 60 "$run" ucx_perftest -p "$port" >"$dir/server.out" 2>&1 &
 server=$!
 pair_wait_tcp "$port" || { echo "FAIL: ucx_perftest's server did not listen" >&2; exit 1; }
-"${in_b[@]}" timeout 60 "$run" ucx_perftest -p "$port" -t "$test" -n 1000 "$addr" \
+"${in_b[@]}" timeout -k 5 60 "$run" ucx_perftest -p "$port" -t "$test" -n 1000 "$addr" \
 	>"$dir/client.out" 2>&1
 client_rc=$?
 wait "$server"

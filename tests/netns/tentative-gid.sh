@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# An IPv6 address in duplicate address detection is no GID until detection has passed: the
+# kernel refuses a tentative address as a datagram's source (ip6_datagram_send_ctl), so a peer
+# told of it would wait for ever. In a namespace with a veth pair: an address added with DAD is
+# missing from ibv_devinfo's GIDs while `ip` calls it tentative, and present once it is not.
+#   tentative-gid.sh UROCE_RUN SANITIZER
+set -uo pipefail
+run=$1
+if [[ $2 == thread ]]; then
+	echo "skipped: system programs cannot load a ThreadSanitizer build of uroce"
+	exit 77
+fi
+if ((EUID != 0)); then
+	echo "skipped: network namespaces need root (and ip netns)"
+	exit 77
+fi
+ns=uroce-tentative
+ip netns del $ns 2>/dev/null
+ip netns add $ns || exit 1
+trap 'ip netns del $ns 2>/dev/null' EXIT
+ip -n $ns link add ta type veth peer name tb || exit 1
+ip -n $ns addr add 10.205.0.1/24 dev ta
+ip -n $ns link set ta up
+ip -n $ns link set tb up
+# The carrier first: its arrival restarts detection (addrconf_dad_run).
+for ((i = 0; i < 100; i++)); do
+	ip -n $ns -o link show ta | grep -q "state UP" && break
+	sleep 0.05
+done
+ip -n $ns addr add 2001:db8:5::1/64 dev ta # duplicate address detection: about a second
+gids() { ip netns exec $ns "$run" ibv_devinfo -v -d uroce_ta 2>&1 | grep -c "2001:db8:5::1"; }
+if ip -n $ns -6 addr show dev ta tentative | grep -q 2001:db8:5::1; then
+	seen=$(gids)
+	if ip -n $ns -6 addr show dev ta tentative | grep -q 2001:db8:5::1 && ((seen != 0)); then
+		echo "FAIL: a tentative IPv6 address is a GID of uroce_ta" >&2
+		exit 1
+	fi
+else
+	echo "FAIL: the address passed detection before it could be checked" >&2
+	exit 1
+fi
+for ((i = 0; i < 100; i++)); do
+	ip -n $ns -6 addr show dev ta tentative | grep -q 2001:db8:5::1 || break
+	sleep 0.1
+done
+if (($(gids) != 1)); then
+	echo "FAIL: the address is no GID of uroce_ta once detection has passed" >&2
+	ip netns exec $ns "$run" ibv_devinfo -v -d uroce_ta >&2
+	exit 1
+fi
+echo "tentative-gid: a tentative IPv6 address becomes a GID once detection has passed"
