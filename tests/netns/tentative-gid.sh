@@ -27,24 +27,34 @@ for ((i = 0; i < 100; i++)); do
 	ip -n $ns -o link show ta | grep -q "state UP" && break
 	sleep 0.05
 done
-ip -n $ns addr add 2001:db8:5::1/64 dev ta # duplicate address detection: about a second
-gids() { ip netns exec $ns "$run" ibv_devinfo -v -d uroce_ta 2>&1 | grep -c "2001:db8:5::1"; }
-if ip -n $ns -6 addr show dev ta tentative | grep -q 2001:db8:5::1; then
-	seen=$(gids)
-	if ip -n $ns -6 addr show dev ta tentative | grep -q 2001:db8:5::1 && ((seen != 0)); then
-		echo "FAIL: a tentative IPv6 address is a GID of uroce_ta" >&2
+# Detection sends 2 probes a second apart, so the address stays tentative about 2 s.
+ip netns exec $ns sysctl -qw net.ipv6.conf.ta.dad_transmits=2
+gids() { ip netns exec $ns "$run" ibv_devinfo -v -d uroce_ta 2>&1 | grep -c "$1\$\|$1,"; }
+tentative() { ip -n $ns -6 addr show dev ta tentative | grep -q "$1/"; }
+checked=
+for addr in 2001:db8:5::1 2001:db8:5::2 2001:db8:5::3; do
+	ip -n $ns addr add $addr/64 dev ta || exit 1
+	tentative $addr || continue
+	seen=$(gids $addr)
+	tentative $addr || continue
+	if ((seen != 0)); then
+		echo "FAIL: the tentative IPv6 address $addr is a GID of uroce_ta" >&2
 		exit 1
 	fi
-else
-	echo "FAIL: the address passed detection before it could be checked" >&2
+	checked=$addr
+	break
+done
+if [[ -z $checked ]]; then
+	echo "FAIL: no address stayed tentative long enough to be checked" >&2
+	ip -n $ns -6 addr show dev ta >&2
 	exit 1
 fi
 for ((i = 0; i < 100; i++)); do
-	ip -n $ns -6 addr show dev ta tentative | grep -q 2001:db8:5::1 || break
+	tentative $checked || break
 	sleep 0.1
 done
-if (($(gids) != 1)); then
-	echo "FAIL: the address is no GID of uroce_ta once detection has passed" >&2
+if (($(gids $checked) != 1)); then
+	echo "FAIL: $checked is no GID of uroce_ta once detection has passed" >&2
 	ip netns exec $ns "$run" ibv_devinfo -v -d uroce_ta >&2
 	exit 1
 fi
