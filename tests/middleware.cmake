@@ -85,3 +85,20 @@ foreach(_where loopback netns)
     math(EXPR _fi_port "${_fi_port} + 1")
   endforeach()
 endforeach()
+
+# Open MPI with an MPI program of our own (middleware/mpi.sh, mpi_check.c), 2 and 4 ranks on one
+# host, over UCX (pml ucx) and over libfabric (pml cm, mtl ofi, verbs;ofi_rxm); label
+# middleware-full. (Between namespaces, and MPICH, which keeps local ranks on shared memory: not
+# yet.)
+foreach(_entry "ucx|2|18926" "ucx|4|18927" "ofi|2|18928" "ofi|4|18929")
+  string(REPLACE "|" ";" _f "${_entry}")
+  list(GET _f 0 _path)
+  list(GET _f 1 _np)
+  list(GET _f 2 _port)
+  math(EXPR _udp "${_port} + 10000")
+  add_test(NAME mpi_openmpi_${_path}_np${_np}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/middleware/mpi.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+            "${UROCE_SANITIZE}" ${_path} ${_np})
+  set_tests_properties(mpi_openmpi_${_path}_np${_np} PROPERTIES LABELS "middleware-full"
+                       TIMEOUT 150 SKIP_RETURN_CODE 77 ENVIRONMENT "UROCE_UDP_PORT=${_udp}")
+endforeach()
