@@ -2,23 +2,23 @@
 /*
  * Device capabilities uroce reports and enforces (ibv_query_device). Values follow rxe's
  * (rxe_param.h) where uroce has no reason to differ; the vendor IDs are rxe's "none" so that
- * perftest treats the device as generic (ABI.md §1.4 (e), §3.4).
+ * perftest treats the device as generic (ABI.md §1.4 (e), §3.4). max_cqe is above rxe's
+ * 32,767, as an RNIC's (mlx5's): libfabric's ofi_rxm asks its verbs MSG CQ for (tx + rx size) x
+ * FI_UNIVERSE_SIZE entries, 262,144 by default, without looking at max_cqe (libfabric#10692); a
+ * CQ's ring is allocated zeroed and touched only as far as it is used.
  */
 #ifndef UROCE_VERBS_SHIM_CAPS_H
 #define UROCE_VERBS_SHIM_CAPS_H
 
 #include <infiniband/verbs.h>
 
-#define UROCE_VENDOR_ID       0xffffff
-#define UROCE_VENDOR_PART_ID  0
-#define UROCE_MAX_QP          16384
-#define UROCE_MAX_QP_WR       16384
-#define UROCE_MAX_SGE         32
-#define UROCE_MAX_INLINE_DATA 256
-#define UROCE_MAX_CQ          16384
-/* Above rxe's 32,767, as an RNIC's (mlx5's): libfabric's ofi_rxm asks its verbs MSG CQ for
- * (tx + rx size) x FI_UNIVERSE_SIZE entries, 262,144 by default, without looking at max_cqe
- * (libfabric#10692). The ring is allocated zeroed and touched only as far as it is used. */
+#define UROCE_VENDOR_ID           0xffffff
+#define UROCE_VENDOR_PART_ID      0
+#define UROCE_MAX_QP              16384
+#define UROCE_MAX_QP_WR           16384
+#define UROCE_MAX_SGE             32
+#define UROCE_MAX_INLINE_DATA     256
+#define UROCE_MAX_CQ              16384
 #define UROCE_MAX_CQE             ((1 << 22) - 1)
 #define UROCE_MAX_MR              65536
 #define UROCE_MAX_PD              16384

@@ -85,22 +85,36 @@ int cma_gid_index(struct ibv_context *ctx, const uint8_t gid[16])
 	return -1;
 }
 
+/* The GID of @family's wildcard address: ::ffff:0.0.0.0 or ::. */
+static union ibv_gid any_gid(sa_family_t family)
+{
+	union ibv_gid g = {0};
+
+	if (family == AF_INET)
+		g.raw[10] = g.raw[11] = 0xff;
+	return g;
+}
+
 static bool is_wildcard(const struct sockaddr *sa)
 {
-	static const union ibv_gid any4 = {.raw = {[10] = 0xff, 0xff}};
-	union ibv_gid g = cma_gid(sa);
+	union ibv_gid g = cma_gid(sa), any = any_gid(sa->sa_family);
 
-	return !memcmp(&g, sa->sa_family == AF_INET ? &any4 : &(union ibv_gid){0}, sizeof(g));
+	return !memcmp(&g, &any, sizeof(g));
 }
 
 /* 127.0.0.0/8 or ::1 (the kernel's ipv4_is_loopback, ipv6_addr_loopback). */
-bool cma_is_loopback(const struct sockaddr *sa)
+static bool is_loopback(const struct sockaddr *sa)
 {
 	static const struct in6_addr v6 = IN6ADDR_LOOPBACK_INIT;
 
 	if (sa->sa_family == AF_INET)
 		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
 	return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &v6, sizeof(v6));
+}
+
+bool cma_any_addr(const struct sockaddr *sa)
+{
+	return is_wildcard(sa) || is_loopback(sa);
 }
 
 /* net.ipv6.bindv6only: whether an IPv6 wildcard leaves IPv4 alone. */
@@ -133,7 +147,7 @@ static int bind_start(struct cma_id *c, const struct sockaddr *addr, bool attach
 
 	*verbs = NULL;
 	*port_num = 0;
-	if (!is_wildcard(addr) && (attach_loopback || !cma_is_loopback(addr))) {
+	if (!is_wildcard(addr) && (attach_loopback || !is_loopback(addr))) {
 		*verbs = cma_device_of(g.raw);
 		if (!*verbs)
 			return ENODEV;
@@ -250,23 +264,12 @@ void cma_resolve_cancel(struct cma_id *c)
 	pthread_mutex_unlock(&resolve_lock);
 }
 
-union ibv_gid cma_service_gid(const struct sockaddr *sa)
-{
-	union ibv_gid g = cma_gid(sa);
-
-	if (cma_is_loopback(sa)) {
-		memset(g.raw, 0, sizeof(g.raw));
-		if (sa->sa_family == AF_INET)
-			g.raw[10] = g.raw[11] = 0xff;
-	}
-	return g;
-}
-
 struct uroce_service cma_service_of(const struct cma_id *c)
 {
 	const struct sockaddr *src = &c->id.route.addr.src_addr;
 	struct uroce_service s = {.ps = (uint16_t)c->id.ps, .port = get_port(src)};
-	union ibv_gid g = cma_service_gid(src);
+	/* A loopback binding covers its family's addresses in the directory, as a wildcard. */
+	union ibv_gid g = is_loopback(src) ? any_gid(src->sa_family) : cma_gid(src);
 
 	if (c->reuseaddr)
 		s.flags |= UROCE_SERVICE_REUSEADDR;
@@ -379,7 +382,7 @@ UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_a
 				: src_addr            ? get_port(src_addr)
 						      : 0;
 
-		if (c->state == CMA_BOUND && cma_is_loopback(bound))
+		if (c->state == CMA_BOUND && is_loopback(bound))
 			memcpy(&src, bound, sa_len(bound));
 		else
 			err = route_source(dst_addr, &src);

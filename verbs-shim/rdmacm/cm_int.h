@@ -137,7 +137,7 @@ void cma_conn_param_of(struct rdma_conn_param *p, const struct cma_conn *c);
  * of RDMA_PS_TCP, a responder_resources or initiator_depth above what @id's device allows
  * (max_qp_rd_atom, max_qp_init_rd_atom) is EINVAL, except RDMA_MAX_RESP_RES and
  * RDMA_MAX_INIT_DEPTH (0xFF), which ask for that maximum. 0 or EINVAL; *@max_resp and
- * *@max_init get the device's maxima (1 without a device).
+ * *@max_init get the device's maxima (1 without a device). Any lock state.
  */
 int cma_rd_atomic_check(struct rdma_cm_id *id, const struct rdma_conn_param *param,
 			uint8_t *max_resp, uint8_t *max_init);

@@ -29,14 +29,11 @@ static struct cma_id *listener_of(uint64_t sid, const uint8_t dgid[16])
 {
 	for (struct cma_id *l = cma_cm.listeners; l; l = l->next_listener) {
 		struct rdma_cm_id *id = &l->id;
-		static const uint8_t any4[16] = {[10] = 0xff, 0xff}, any6[16];
-		union ibv_gid g = cma_service_gid(&id->route.addr.src_addr);
+		const struct sockaddr *at = &id->route.addr.src_addr;
 
-		if (cm_service_id((enum cm_port_space)id->ps,
-				  cma_port_of(&id->route.addr.src_addr)) != sid)
+		if (cm_service_id((enum cm_port_space)id->ps, cma_port_of(at)) != sid)
 			continue;
-		if (!memcmp(g.raw, any4, 16) || !memcmp(g.raw, any6, 16) ||
-		    !memcmp(g.raw, dgid, 16))
+		if (cma_any_addr(at) || !memcmp(cma_gid(at).raw, dgid, 16))
 			return l;
 	}
 	return NULL;

@@ -153,12 +153,9 @@ int cma_conn_qp_attr(struct cma_id *id, struct ibv_qp_attr *a, int *mask);
 /* addr.c: the GID of an IP sockaddr (IPv4-mapped for IPv4). */
 union ibv_gid cma_gid(const struct sockaddr *sa);
 
-/* Whether @sa (IPv4 or IPv6) is a loopback address: 127.0.0.0/8 or ::1. */
-bool cma_is_loopback(const struct sockaddr *sa);
-
-/* The GID a binding to @sa covers in the CM directory: cma_gid's, but the family's wildcard
- * for a loopback address, which rdma_cm counts as "any" (cma_any_addr). */
-union ibv_gid cma_service_gid(const struct sockaddr *sa);
+/* addr.c: whether a binding to @sa (IPv4 or IPv6) covers every address of its family: a
+ * wildcard, or a loopback address (127.0.0.0/8, ::1), as the kernel's cma_any_addr says. */
+bool cma_any_addr(const struct sockaddr *sa);
 
 /* addr.c: the GID table index of @gid on @ctx port 1, or -1. */
 int cma_gid_index(struct ibv_context *ctx, const uint8_t gid[16]);
