@@ -14,7 +14,7 @@ PACKAGES=(
 	libcriterion-dev tshark python3-scapy iproute2 nftables
 	# RDMA middleware that runs on uroce unmodified (tests/discovery/tree.sh: ucx_info;
 	# tests/middleware/)
-	ucx-utils qperf libfabric-bin openmpi-bin libopenmpi-dev
+	ucx-utils qperf libfabric-bin openmpi-bin libopenmpi-dev mpich libmpich-dev util-linux
 	# backtraces of a test program that hangs (tests/shim/bounded.sh)
 	gdb
 	# interop suite: boot Debian's kernel with rdma_rxe in qemu (TCG) from a busybox initramfs

@@ -18,7 +18,7 @@ for kind in "${kinds[@]}"; do
 	"$top/scripts/build.sh" "$kind"
 	echo "== $kind: test"
 	# The long matrices' extra runs are left out: `ctest -L compat-full` (tests/compat.cmake)
-	# and `ctest -L middleware-full` (tests/middleware.cmake) run them.
+	# and `ctest -L middleware` (tests/middleware.cmake) run them.
 	label=(-LE '^(compat-extra|middleware-full)$')
 	# The fuzz tree exists to run the fuzzers; its other tests ran in the trees above.
 	[[ $kind == fuzz ]] && label=(-L fuzz)

@@ -8,7 +8,8 @@ with a row per size or count (the tails: per program and system) and exactly the
 columns of its baselines, each cell with a figure; results.csv has a positive figure for
 every workload on uroce, UDP (no connections) and TCP, for the latencies on UDP through
 io_uring, for the tails (typical, 99th and 99.9th percentile, in that order) of ib_send_lat,
-ib_write_lat and ib_read_lat on uroce and of the io_uring ping-pong, for the latency with
+ib_write_lat and ib_read_lat on uroce and of the io_uring ping-pong, for the middleware (UCX's
+tag_lat and tag_bw, Open MPI's ping-pong with its tail, in order) on uroce and TCP, for the latency with
 completion events on uroce (ib_send_lat -e) and on the blocking UDP ping-pong, for the 64 B
 stream on the busy sendmmsg/recvmmsg baseline and for ib_send_bw's 64 B message rate on
 uroce; latencies under a second and connections that completed; both SVG plots parse as XML
@@ -37,7 +38,14 @@ SECTIONS = {"Latency": (["2 B", "4 KiB"],
                                               "uroce ib_write_bw / UDP mmsg busy",
                                               "uroce ib_write_bw / TCP",
                                               "uroce ib_send_bw / UDP mmsg busy"]),
-            "Connection setup": (["1", "100"], ["uroce / TCP"])}
+            "Connection setup": (["1", "100"], ["uroce / TCP"]),
+            "Middleware": (["UCX `ucx_perftest -t tag_lat -s 8`, one way, typical (us)",
+                            "UCX `ucx_perftest -t tag_bw -s 1048576` (Gb/s)",
+                            "Open MPI ping-pong 8 B, one way, median (us)",
+                            "Open MPI ping-pong 8 B, one way, 99th percentile (us)",
+                            "Open MPI ping-pong 8 B, one way, 99.9th percentile (us)",
+                            "Open MPI ping-pong 1 MiB, both directions' bytes (Gb/s)"],
+                           ["uroce / TCP"])}
 TAILS = ["typical", "p99", "p99.9"]
 # The figures results.csv must hold: (section, points, systems, metrics).
 FIGURES = [("latency", [2, 4096], ["uroce", "udp", "udp-uring", "tcp"], ["latency"]),
@@ -49,7 +57,11 @@ FIGURES = [("latency", [2, 4096], ["uroce", "udp", "udp-uring", "tcp"], ["latenc
            ("bandwidth", [64], ["udp-mmsg"], ["bandwidth", "rate"]),
            ("rate", [64], ["uroce"], ["bandwidth", "rate"]),
            ("bidirectional", [65536], ["uroce", "udp", "tcp"], ["bandwidth", "rate"]),
-           ("connect", [1, 100], ["uroce", "tcp"], ["connect"])]
+           ("connect", [1, 100], ["uroce", "tcp"], ["connect"]),
+           ("middleware", [0], ["uroce", "tcp"], ["ucx tag_lat 8B latency",
+                                                  "ucx tag_bw 1MiB bandwidth", "mpi 8B typical",
+                                                  "mpi 8B p99", "mpi 8B p99.9",
+                                                  "mpi 1MiB bandwidth"])]
 # Sane figures by a metric's last word (the tails': "PROGRAM typical", "PROGRAM p99", ...).
 LATENCY = (0.1, 1e6)
 SANE = {"latency": LATENCY, "bandwidth": (1e-4, 1e4), "rate": (1e-4, 1e3), "connect": (0.1, 1e7),
@@ -108,10 +120,14 @@ def main():
                     lo, hi = SANE[m.split()[-1]]
                     if v in (None, "") or not lo <= float(v) <= hi:
                         fail(f"{section} {x} on {system}: {m} = {v!r}, not in [{lo}, {hi}]")
-    for system, progs in (("uroce", ("ib_send_lat", "ib_write_lat", "ib_read_lat")),
-                          ("udp-uring", ("ping-pong",))):
+    for section, system, progs in (("tails", "uroce", ("ib_send_lat", "ib_write_lat",
+                                                       "ib_read_lat")),
+                                   ("tails", "udp-uring", ("ping-pong",)),
+                                   ("middleware", "uroce", ("mpi 8B",)),
+                                   ("middleware", "tcp", ("mpi 8B",))):
+        x = 2 if section == "tails" else 0
         for prog in progs:
-            v = [float(got[("tails", 2, system, f"{prog} {t}")]) for t in TAILS]
+            v = [float(got[(section, x, system, f"{prog} {t}")]) for t in TAILS]
             if v != sorted(v):
                 fail(f"tails of {prog} on {system}: typical, 99th, 99.9th = {v}, not in order")
     for plot, lines in (("latency.svg", 4), ("bandwidth.svg", 6)):

@@ -2,10 +2,11 @@
 """uroce-bench's report: the Markdown tables, the CSV of every run and the SVG plots.
 
 A result is (section, x, system, repetition, metric, value): section is latency, tails,
-events, bandwidth, bidirectional, rate (ib_send_bw's message rate) or connect; x the message
-size or the connection count; system uroce, hardware, udp, udp-uring, udp-blocking, udp-mmsg
+events, bandwidth, bidirectional, rate (ib_send_bw's message rate), connect or middleware; x
+the message size or the connection count (0 in middleware, whose metrics name their size); system uroce, hardware, udp, udp-uring, udp-blocking, udp-mmsg
 or tcp. The tails' metrics are "PROGRAM typical", "PROGRAM p99" and "PROGRAM p99.9", PROGRAM a
-perftest latency program or, on the io_uring baseline, "ping-pong".
+perftest latency program or, on the io_uring baseline, "ping-pong". The middleware's are
+MIDDLEWARE_ROWS'.
 """
 import csv
 import math
@@ -37,6 +38,17 @@ TAIL_PERCENTILES = ("p99", "p99.9")
 # The message rate table's RDMA programs: the 64 B run of the one-way bandwidth workload and
 # the rate workload's SEND stream.
 RATE_PROGRAMS = (("bandwidth", "ib_write_bw"), ("rate", "ib_send_bw"))
+
+# The middleware table's rows: (metric, what it is, lower is better); each on uroce and on the
+# same middleware over the kernel's TCP.
+MIDDLEWARE_ROWS = (
+    ("ucx tag_lat 8B latency", "UCX `ucx_perftest -t tag_lat -s 8`, one way, typical (us)", True),
+    ("ucx tag_bw 1MiB bandwidth", "UCX `ucx_perftest -t tag_bw -s 1048576` (Gb/s)", False),
+    ("mpi 8B typical", "Open MPI ping-pong 8 B, one way, median (us)", True),
+    ("mpi 8B p99", "Open MPI ping-pong 8 B, one way, 99th percentile (us)", True),
+    ("mpi 8B p99.9", "Open MPI ping-pong 8 B, one way, 99.9th percentile (us)", True),
+    ("mpi 1MiB bandwidth", "Open MPI ping-pong 1 MiB, both directions' bytes (Gb/s)", False),
+)
 
 # The report's tables: (title, section, metric, fixed x or None, x heading, lower is better,
 # what it measures).
@@ -82,6 +94,16 @@ TABLES = [
      "that never block, recvmmsg batches of 64 polled without sleeping). The WRITE stream is "
      "compared with every baseline, the SEND stream with the strong one (and the hardware's "
      "SEND)."),
+    ("Middleware", "middleware", None, None, "workload", None,
+     "The RDMA middleware between two processes on uroce against the same middleware over the "
+     "kernel's TCP, medians of the runs. UCX: `ucx_perftest` (server and client, `-n` 20,000 "
+     "for the latency, 2 GiB for the bandwidth; `--quick`: 2,000 and 128 MiB) with "
+     "`UCX_TLS=rc_verbs,ud_verbs,self` through uroce-run, `UCX_TLS=tcp,self` for TCP. Open "
+     "MPI: `mpirun -np 2 mpi_check 20000 1048576` (uroce-bench's mpi_check: a ping-pong "
+     "with data checks, 20,000 rounds of 8 B and 2,000 of 1 MiB; `--quick`: 2,000 and 200) "
+     "with `--mca pml ucx --mca osc ucx --mca btl self` and those UCX_TLS through uroce-run, "
+     "`--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo` for TCP. The last "
+     "column says which is ahead."),
     ("Connection setup", "connect", "connect", None, "connections", True,
      "Microseconds per connection, N connections started at once until all are established "
      "(lower is better). uroce and hardware: Debian's `cmtime -c N` (its `connect` step); "
@@ -145,13 +167,15 @@ def planned(section, x, system):
     is a latency baseline of single datagrams (and the tails' baseline), the blocking
     ping-pong the baseline of the events workload alone (which the other baselines do not
     run), the busy sendmmsg stream the message rate's alone; ib_send_bw's message rate
-    (rate) runs on the RDMA systems alone."""
+    (rate) runs on the RDMA systems alone, the middleware on uroce and TCP alone."""
     if system == "udp-uring":
         return section in ("latency", "tails") and x <= URING_MAX
     if system == "udp-blocking":
         return section == "events"
     if system == "udp-mmsg":
         return section == "bandwidth" and x == RATE_SIZE
+    if section == "middleware":
+        return system in ("uroce", "tcp")
     if section in ("events", "rate", "tails"):
         return system in ("uroce", "hardware")
     return not (system == "udp" and section == "connect")
@@ -224,6 +248,8 @@ def table(results, systems, spec):
     title, section, metric, fixed, xname, lower, what = spec
     if section == "tails":
         return tails_table(results, systems, spec)
+    if section == "middleware":
+        return middleware_table(results, systems, spec)
     xs = sorted({x for (s, x, _, _, m, _) in results if s == section and m == metric})
     if fixed is not None:
         xs = [x for x in xs if x == fixed]
@@ -272,6 +298,35 @@ def tails_table(results, systems, spec):
             row = [f"{NAMES[sy]} {prog}"] + [cell(vs[stat]) for stat in vs]
             row += [ratio(vs[stat], vs["typical"]) for stat in TAIL_PERCENTILES]
             out.append("| " + " | ".join(row) + " |")
+    return out + [""]
+
+
+def middleware_table(results, systems, spec):
+    """The middleware table: a row per MIDDLEWARE_ROWS metric that ran, uroce's and TCP's
+    medians, their ratio and which is ahead."""
+    title, section, _, _, xname, _, what = spec
+    ran = {m for (s, _, _, _, m, _) in results if s == section}
+    if not ran:
+        return []
+    here = [sy for sy in ("uroce", "tcp") if sy in systems]
+    head = [xname] + [NAMES[sy] for sy in here]
+    if len(here) == 2:
+        head += ["uroce / TCP", "ahead"]
+    out = [f"## {title}", "", what, "", "| " + " | ".join(head) + " |",
+           "|" + "---|" * len(head)]
+    for metric, name, lower in MIDDLEWARE_ROWS:
+        if metric not in ran:
+            continue
+        vs = [values(results, section, metric, 0, sy) for sy in here]
+        row = [name] + [cell(v) for v in vs]
+        if len(here) == 2:
+            row.append(ratio(vs[0], vs[1]))
+            if vs[0] and vs[1]:
+                u, t = statistics.median(vs[0]), statistics.median(vs[1])
+                row.append("uroce" if (u < t) == lower and u != t else "TCP")
+            else:
+                row.append("-")
+        out.append("| " + " | ".join(row) + " |")
     return out + [""]
 
 

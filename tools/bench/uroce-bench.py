@@ -20,6 +20,14 @@ Workloads (between two processes on one host):
   rate        64-byte message rate, one way (millions of messages per second): the 64 B
               ib_write_bw run of the bandwidth workload, and ib_send_bw -s 64 beside it
   connect     1, 100 and 1,000 connections set up at once (us per connection)
+  middleware  the RDMA middleware on uroce against the same middleware on the kernel's TCP:
+              ucx_perftest -t tag_lat -s 8 (one way, typical, us) and -t tag_bw -s 1048576
+              (Gb/s) with UCX_TLS=rc_verbs,ud_verbs,self on uroce, UCX_TLS=tcp,self on TCP;
+              Open MPI's ping-pong of uroce-bench's mpi_check (2 ranks: 8 B one way, median,
+              99th and 99.9th percentile, us; 1 MiB, Gb/s) through pml ucx with those
+              UCX_TLS on uroce, through pml ob1 with btl tcp,self on TCP (lo). Needs Debian's
+              ucx-utils, openmpi-bin and libopenmpi-dev: without them the section is skipped
+              with a line saying why (named in --sections, an error)
 Systems:
   uroce       unmodified perftest (ib_send_lat, with -e for events, ib_write_bw; for tails
               also ib_write_lat and ib_read_lat, for the rate also ib_send_bw) and cmtime
@@ -28,7 +36,8 @@ Systems:
               /sys/class/infiniband lists a device with a RoCE v2 IPv4 GID (or --hw-*);
               skipped with a line saying why otherwise
   UDP, TCP    the latency, bandwidth, rate and connect workloads over the kernel's sockets
-              (uroce-sockbench)
+              (uroce-sockbench); TCP is also the middleware's baseline (UCX's tcp transport,
+              Open MPI's btl tcp)
   UDP io_uring
               the latency ping-pong over UDP through io_uring, polling its completions
               without sleeping (uroce-sockbench udp latency --uring; sizes up to 4 KiB); also
@@ -55,7 +64,8 @@ Options:
                    figures measure little
   --reps N         repetitions (default 3)
   --out DIR        where the report goes (default: uroce-bench-report)
-  --sections LIST  a comma-separated subset of latency,tails,events,bandwidth,rate,connect
+  --sections LIST  a comma-separated subset of latency,tails,events,bandwidth,rate,connect,
+                   middleware
   --systems LIST   a comma-separated subset of uroce,hardware,udp,udp-uring,udp-blocking,
                    udp-mmsg,tcp (default: all; hardware only where a device is found).
                    Named here, hardware without a device is an error (exit 1), not a skip
@@ -75,10 +85,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 BIN = os.path.dirname(os.path.realpath(__file__))
-for d in (BIN, os.path.join(BIN, "..", "share", "uroce")):
+# Where bench_report.py and mpi_check.c are: beside this tool (build tree) or share/uroce.
+SHARE = (BIN, os.path.join(BIN, "..", "share", "uroce"))
+for d in SHARE:
     if os.path.exists(os.path.join(d, "bench_report.py")):
         sys.path.insert(0, d)
         break
@@ -88,7 +101,7 @@ PROG = "uroce-bench"
 # The version of the uroce this tool was built with (CMake fills it in). The library itself is
 # not loaded here: a sanitized build of it cannot be loaded into python.
 VERSION = "@PROJECT_VERSION@"
-SECTIONS = ("latency", "tails", "events", "bandwidth", "rate", "connect")
+SECTIONS = ("latency", "tails", "events", "bandwidth", "rate", "connect", "middleware")
 SYSTEMS = ("uroce", "hardware", "udp", "udp-uring", "udp-blocking", "udp-mmsg", "tcp")
 # Where the kernel lists RDMA devices; UROCE_BENCH_SYSFS names another folder (for tests).
 SYSFS = os.environ.pop("UROCE_BENCH_SYSFS", "/sys/class/infiniband")
@@ -118,7 +131,7 @@ def options():
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--reps", type=positive("--reps"))
     p.add_argument("--out", default="uroce-bench-report")
-    p.add_argument("--sections", default=",".join(SECTIONS))
+    p.add_argument("--sections")
     p.add_argument("--systems")
     p.add_argument("--hw-device")
     p.add_argument("--hw-gid", type=int)
@@ -133,7 +146,8 @@ def options():
     if a.help:
         print(__doc__.strip())
         sys.exit(0)
-    a.sections = [s for s in a.sections.split(",") if s]
+    a.sections_named = a.sections is not None
+    a.sections = [s for s in (a.sections or ",".join(SECTIONS)).split(",") if s]
     for s in a.sections:
         if s not in SECTIONS:
             die(f"--sections: unknown section '{s}' (one of {','.join(SECTIONS)})")
@@ -156,15 +170,15 @@ def plan(a):
     """The sizes and counts of each workload, and the effort per run."""
     if a.smoke:  # bw_bytes 0: every bandwidth run at bandwidth()'s floor of 1,000 iterations
         return dict(lat_sizes=[2], bw_sizes=[4096], bidir_sizes=[4096], conns=[10],
-                    lat_iters=1000, tail_iters=1000, bw_bytes=0, seconds=0.2)
+                    lat_iters=1000, tail_iters=1000, bw_bytes=0, seconds=0.2, mw_iters=1000)
     if a.quick:
         return dict(lat_sizes=[2, 4096], bw_sizes=[4096, 65536], bidir_sizes=[65536],
                     conns=[1, 100], lat_iters=2000, tail_iters=10000, bw_bytes=128 << 20,
-                    seconds=0.5)
+                    seconds=0.5, mw_iters=2000)
     return dict(lat_sizes=[2, 64, 1024, 4096, 16384, 65536],
                 bw_sizes=[64, 1024, 4096, 65536, 1 << 20], bidir_sizes=[4096, 65536, 1 << 20],
                 conns=[1, 100, 1000], lat_iters=20000, tail_iters=100000, bw_bytes=2 << 30,
-                seconds=2)
+                seconds=2, mw_iters=20000)
 
 
 # --- the hardware path ---------------------------------------------------------------------
@@ -200,6 +214,8 @@ class Runner:
         self.hw = hw if isinstance(hw, tuple) else None
         self.env = dict(os.environ, UROCE_UDP_PORT=str(a.udp_port))
         self.last = ""  # the last command run, for a failure's report
+        self.mpi_exe = None  # mpi_check, once built ("" when it could not be)
+        self.tmp = None  # the folder it was built in
 
     def rdma(self, system, prog_args):
         """(server command, client command) of an RDMA program on a system."""
@@ -239,12 +255,13 @@ class Runner:
         want = re.compile(rf"state LISTEN .*src-addr \S+:{self.a.tcp_port} ")
         return any(want.search(line) for line in out.splitlines())
 
-    def pair(self, system, prog_args, ready, timeout=RUN_TIMEOUT):
+    def pair(self, system, prog_args, ready, timeout=RUN_TIMEOUT, cmds=None, env=None):
         """Run server and client, each for at most @timeout seconds; the client's output, or
-        None (a failure is recorded)."""
-        srv_cmd, cli_cmd = self.rdma(system, prog_args)
+        None (a failure is recorded). @cmds: (server, client) commands in place of the RDMA
+        program @prog_args's; @env: their environment in place of the runner's."""
+        srv_cmd, cli_cmd = cmds or self.rdma(system, prog_args)
         self.last = " ".join(cli_cmd)
-        env = dict(self.env)
+        env = dict(env or self.env)
         if system == "uroce" and ready == "log":
             env["UROCE_LOG"] = "info"
         server = subprocess.Popen(srv_cmd, env=env, stdout=subprocess.DEVNULL,
@@ -273,12 +290,12 @@ class Runner:
                    time.monotonic() < deadline):
                 time.sleep(0.02)
         try:
-            cli = subprocess.run(cli_cmd, env=self.env, capture_output=True, text=True,
+            cli = subprocess.run(cli_cmd, env=env, capture_output=True, text=True,
                                  timeout=timeout)
             out, ok = cli.stdout, cli.returncode == 0
         except subprocess.TimeoutExpired:
             out, ok = "", False
-        if prog_args[0] == "cmtime":
+        if prog_args and prog_args[0] == "cmtime":
             server.send_signal(signal.SIGINT)  # cmtime's server runs until interrupted
         try:
             server.communicate(timeout=timeout if ok else 5)
@@ -287,6 +304,55 @@ class Runner:
             server.communicate()
             ok = False
         return out if ok else None
+
+    def ucx_perftest(self, system, args, timeout=RUN_TIMEOUT):
+        """ucx_perftest's server and client (@args and the address) with the transports of
+        @system; the client's output, or None."""
+        base = [os.path.join(BIN, "uroce-run")] if system == "uroce" else []
+        prog = base + ["ucx_perftest", "-p", str(self.a.tcp_port)]
+        env = dict(self.env, UCX_TLS=UCX_TLS[system])
+        return self.pair(system, [], "tcp", timeout, (prog, prog + args + ["127.0.0.1"]), env)
+
+    def mpi(self, system, args, timeout=RUN_TIMEOUT):
+        """Open MPI's mpirun of 2 ranks of mpi_check @args through @system's path; its output,
+        or None."""
+        exe = self.mpi_check()
+        if exe is None:
+            return None
+        cmd = ["mpirun.openmpi", "--oversubscribe", "-np", "2"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        env = dict(self.env)
+        if system == "uroce":
+            env["UCX_TLS"] = UCX_TLS[system]
+            cmd = [os.path.join(BIN, "uroce-run")] + cmd + [
+                "--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "self",
+                "-x", "UCX_TLS", "-x", "UROCE_UDP_PORT"]
+        else:  # Open MPI leaves lo out of btl tcp unless asked for it
+            cmd += ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
+                    "--mca", "btl_tcp_if_include", "lo", "--mca", "osc", "pt2pt"]
+        cmd += [exe] + args
+        self.last = " ".join(cmd)
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+            if r.returncode == 0:
+                return r.stdout
+        except subprocess.TimeoutExpired:
+            pass
+        return None
+
+    def mpi_check(self):
+        """mpi_check built (once) from its source beside this tool, or None."""
+        if self.mpi_exe is None:
+            src = next((os.path.join(d, "mpi_check.c") for d in SHARE
+                        if os.path.exists(os.path.join(d, "mpi_check.c"))), None)
+            self.tmp = tempfile.mkdtemp(prefix="uroce-bench-")
+            exe = os.path.join(self.tmp, "mpi_check")
+            self.last = f"mpicc.openmpi -O2 -o {exe} {src}"
+            r = subprocess.run(["mpicc.openmpi", "-O2", "-o", exe, src or "mpi_check.c"],
+                               capture_output=True, text=True)
+            self.mpi_exe = exe if r.returncode == 0 else ""
+        return self.mpi_exe or None
 
     def sock(self, args, timeout=RUN_TIMEOUT):
         cmd = [os.path.join(BIN, "uroce-sockbench")] + args
@@ -354,6 +420,13 @@ def number(s):
 SOCK_LATENCY = {"udp": ["udp", "latency"], "tcp": ["tcp", "latency"],
                 "udp-uring": ["udp", "latency", "--uring"],
                 "udp-blocking": ["udp", "latency", "--blocking"]}
+
+
+# The middleware's transports: UCX_TLS on uroce (RC set up through UD, no shared memory) and
+# on its TCP baseline.
+UCX_TLS = {"uroce": "rc_verbs,ud_verbs,self", "tcp": "tcp,self"}
+# The programs the middleware workload needs (Debian: ucx-utils, openmpi-bin, libopenmpi-dev).
+MIDDLEWARE_PROGRAMS = ("ucx_perftest", "mpirun.openmpi", "mpicc.openmpi")
 
 
 # The programs of the tails workload on uroce and the hardware (the io_uring ping-pong is
@@ -424,6 +497,46 @@ def connect(r, p, system, count):
     return {}
 
 
+def ucx_final(out):
+    """The columns of ucx_perftest's "Final:" row (iterations, then latency typical, average
+    and overall in us, bandwidth average and overall in MB/s of 2^20 bytes, message rate
+    average and overall), or None."""
+    for line in (out or "").splitlines():
+        cols = line.split()
+        if cols[:1] == ["Final:"] and len(cols) >= 9:
+            return cols
+    return None
+
+
+def ucx_row(r, p, system, test):
+    """ucx_perftest -t tag_lat -s 8 (metric "ucx tag_lat 8B latency": the typical one way, us)
+    or -t tag_bw -s 1048576 ("ucx tag_bw 1MiB bandwidth": the overall, Gb/s)."""
+    if test == "tag_lat":
+        cols = ucx_final(r.ucx_perftest(system, ["-t", "tag_lat", "-s", "8", "-n",
+                                                 str(p["mw_iters"])]))
+        return {"ucx tag_lat 8B latency": number(cols[2])} if cols else {}
+    iters = max(100, p["bw_bytes"] >> 20)
+    cols = ucx_final(r.ucx_perftest(system, ["-t", "tag_bw", "-s", str(1 << 20), "-n",
+                                             str(iters)]))
+    mbps = number(cols[6]) if cols else None
+    return {"ucx tag_bw 1MiB bandwidth": mbps * 8 * (1 << 20) / 1e9
+            if mbps is not None else None} if cols else {}
+
+
+def mpi_row(r, p, system):
+    """mpi_check's ping-pong between 2 ranks: metrics "mpi 8B typical", "mpi 8B p99",
+    "mpi 8B p99.9" (one way, us) and "mpi 1MiB bandwidth" (Gb/s)."""
+    iters = p["mw_iters"]
+    out = r.mpi(system, [str(iters), str(1 << 20)], RUN_TIMEOUT + iters * 0.002)
+    m = re.search(r"^mpi_check: ok latency_8B_us=(\S+) p99_us=(\S+) p99.9_us=(\S+) "
+                  r"bandwidth_1MiB_MBps=(\S+)", out or "", re.M)
+    if not m:
+        return {}
+    bw = number(m[4])
+    return {"mpi 8B typical": number(m[1]), "mpi 8B p99": number(m[2]),
+            "mpi 8B p99.9": number(m[3]), "mpi 1MiB bandwidth": bw * 8 / 1e3 if bw else None}
+
+
 def workloads(a, p):
     """(section, size or count, what, function, systems) for every measurement point, in run
     order: what names the program where a section runs several at one point (else ""),
@@ -455,6 +568,10 @@ def workloads(a, p):
     if "connect" in a.sections:
         w += [("connect", c, "", lambda r, sy, c=c: connect(r, p, sy, c), None)
               for c in p["conns"]]
+    if "middleware" in a.sections:
+        w += [("middleware", 0, f"ucx_perftest {t}", lambda r, sy, t=t: ucx_row(r, p, sy, t),
+               None) for t in ("tag_lat", "tag_bw")]
+        w += [("middleware", 0, "MPI ping-pong", lambda r, sy: mpi_row(r, p, sy), None)]
     return w
 
 
@@ -462,7 +579,7 @@ def programs(a):
     """The RDMA programs the uroce and hardware runs of @a.sections need."""
     need = {"latency": ["ib_send_lat"], "events": ["ib_send_lat"],
             "tails": list(TAIL_PROGRAMS), "bandwidth": ["ib_write_bw"],
-            "rate": ["ib_write_bw", "ib_send_bw"], "connect": ["cmtime"]}
+            "rate": ["ib_write_bw", "ib_send_bw"], "connect": ["cmtime"], "middleware": []}
     return sorted({prog for s in a.sections for prog in need[s]})
 
 
@@ -480,6 +597,16 @@ def main():
             die(f"hardware (--systems): {hw.removeprefix('skipped: ')}", 1)
         print(f"{PROG}: hardware: {hw}", file=sys.stderr)
     systems = [s for s in SYSTEMS if s in asked and (s != "hardware" or isinstance(hw, tuple))]
+    mw_missing = [t for t in MIDDLEWARE_PROGRAMS if not shutil.which(t)]
+    middleware = "measured"
+    if "middleware" in a.sections and mw_missing:
+        middleware = (f"skipped: {', '.join(mw_missing)} missing (Debian: ucx-utils, "
+                      "openmpi-bin, libopenmpi-dev)")
+        # Named in --sections, the missing programs are this run's failure; by default, a skip.
+        if a.sections_named:
+            die(f"middleware (--sections): {middleware.removeprefix('skipped: ')}", 1)
+        print(f"{PROG}: middleware: {middleware}", file=sys.stderr)
+        a.sections.remove("middleware")
     r = Runner(a, hw)
     w = workloads(a, p)
     runs = [(section, x, what, fn, [sy for sy in systems if bench_report.planned(section, x, sy)
@@ -508,9 +635,13 @@ def main():
                     failures.append(f"{section} {x}{' ' + what if what else ''} on {system} "
                                     f"(repetition {rep}): {r.last}")
     bench_report.progress(None)
+    if r.tmp:
+        shutil.rmtree(r.tmp, ignore_errors=True)
     os.makedirs(a.out, exist_ok=True)
     info = bench_report.machine(VERSION)
     info["hardware"] = f"{hw[0]} (GID {hw[1]}, {hw[2]})" if isinstance(hw, tuple) else hw
+    if middleware != "measured":
+        info["middleware"] = middleware
     info["run"] = (f"{' '.join(sys.argv)}: {a.reps} repetition(s), "
                    f"{time.monotonic() - started:.0f} s")
     bench_report.write(a.out, results, systems, info, failures)

@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * An MPI program of our own for the middleware tests (issue "The RDMA middleware runs on uroce
- * unmodified"): whatever transport the MPI library picks, every byte must arrive as sent.
+ * An MPI program of our own, for the middleware tests (tests/middleware/mpi.sh) and
+ * uroce-bench's MPI rows: whatever transport the MPI library picks, every byte must arrive as
+ * sent.
  *   - ping-pong between ranks 0 and 1 at 1 B to 4 MiB, each message a pattern of its size and
  *     round, checked on both sides;
  *   - MPI_Allreduce (sum of each rank's vector) and MPI_Alltoall (a block per pair), checked;
  *   - one-sided MPI_Put and MPI_Get in a window between fences, checked.
- * Rank 0 prints one line per check and, last, "mpi_check: ok" with the ping-pong's one-way
- * latency at 8 B (us) and bandwidth at 1 MiB (MB/s, 10^6 bytes), or exits 1 naming the first
- * byte that differs. usage: mpi_check [ITERATIONS] (default 100 ping-pong rounds per size)
+ * Rank 0 prints the ranks' host names ("mpi_check: hosts: ..."), one line per check and, last,
+ * "mpi_check: ok" with the ping-pong's one-way latency at 8 B (us: the median round's half,
+ * and the 99th and 99.9th percentile round's) and bandwidth at 1 MiB (MB/s, 10^6 bytes), or
+ * exits 1 naming the first byte that differs.
+ * usage: mpi_check [ITERATIONS [LARGEST]]
+ *   ITERATIONS ping-pong rounds per size (default 100; a tenth of them, rounded up, from 1 MiB)
+ *   LARGEST    the largest ping-pong message (default and at most 4 MiB; uroce-bench: 1 MiB)
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -43,16 +48,22 @@ static void check(const char *what, const uint8_t *buf, size_t len, int round, i
 			fail(what, i, buf[i], pattern(i, round, from));
 }
 
-/* Ranks 0 and 1 exchange @iters messages of @len bytes; returns rank 0's seconds per round. */
-static double pingpong(uint8_t *buf, size_t len, int iters)
+/* Ranks 0 and 1 exchange @iters messages of @len bytes; rank 0 keeps each round's seconds in
+ * @round (ranks 0 and 1 both need @iters entries there) and returns the mean. */
+static double pingpong(uint8_t *buf, size_t len, int iters, double *round)
 {
-	double t0 = 0;
+	double t0 = 0, start = 0;
 
 	if (rank > 1)
 		return 0;
 	for (int r = -1; r < iters; r++) { /* round -1 warms up, untimed */
+		double now = MPI_Wtime();
+
 		if (r == 0)
-			t0 = MPI_Wtime();
+			t0 = now;
+		else if (r > 0)
+			round[r - 1] = now - start;
+		start = now;
 		if (rank == 0) {
 			fill(buf, len, r, 0);
 			MPI_Send(buf, (int)len, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
@@ -65,7 +76,23 @@ static double pingpong(uint8_t *buf, size_t len, int iters)
 			MPI_Send(buf, (int)len, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
 		}
 	}
+	round[iters - 1] = MPI_Wtime() - start;
 	return (MPI_Wtime() - t0) / iters;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The @q quantile (0..1) of @n sorted values, the nearest rank. */
+static double quantile(const double *v, int n, double q)
+{
+	int i = (int)(q * n + 0.999999) - 1;
+
+	return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
 static void collectives(void)
@@ -118,33 +145,65 @@ static void one_sided(void)
 	free(got);
 }
 
+/* Rank 0 prints every rank's host name, in rank order, on one line. */
+static void hosts(void)
+{
+	char name[MPI_MAX_PROCESSOR_NAME] = "";
+	char *all = NULL;
+	int len;
+
+	MPI_Get_processor_name(name, &len);
+	if (rank == 0)
+		all = calloc((size_t)size, MPI_MAX_PROCESSOR_NAME);
+	MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+		   MPI_COMM_WORLD);
+	if (rank != 0)
+		return;
+	printf("mpi_check: hosts:");
+	for (int r = 0; r < size; r++)
+		printf(" %s", all + (size_t)r * MPI_MAX_PROCESSOR_NAME);
+	printf("\n");
+	free(all);
+}
+
 int main(int argc, char **argv)
 {
 	static const size_t sizes[] = {1, 8, 1024, 65536, 1 << 20, 4 << 20};
 	int iters = argc > 1 ? atoi(argv[1]) : 100;
-	double lat8 = 0, bw1m = 0;
+	size_t largest = argc > 2 ? strtoul(argv[2], NULL, 0) : 4 << 20;
+	double lat8[3] = {0}, bw1m = 0, *round;
 	uint8_t *buf;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (size < 2 || iters < 1) {
+	if (size < 2 || iters < 1 || largest < 1 || largest > sizes[5]) {
 		if (rank == 0)
-			fprintf(stderr, "mpi_check: needs 2 ranks or more and ITERATIONS >= 1\n");
+			fprintf(stderr, "mpi_check: needs 2 ranks or more, ITERATIONS >= 1 and "
+					"LARGEST in 1..4194304\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
-	buf = malloc(4 << 20);
-	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+	hosts();
+	buf = malloc(largest);
+	round = malloc(sizeof(*round) * (size_t)iters);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]) && sizes[s] <= largest; s++) {
 		int n = sizes[s] >= (1 << 20) ? (iters + 9) / 10 : iters;
-		double t = pingpong(buf, sizes[s], n);
+		double t = pingpong(buf, sizes[s], n, round);
 
-		if (sizes[s] == 8)
-			lat8 = t / 2 * 1e6;
+		if (rank != 0)
+			continue;
+		qsort(round, (size_t)n, sizeof(*round), by_value);
+		if (sizes[s] == 8) {
+			lat8[0] = quantile(round, n, 0.5) / 2 * 1e6;
+			lat8[1] = quantile(round, n, 0.99) / 2 * 1e6;
+			lat8[2] = quantile(round, n, 0.999) / 2 * 1e6;
+		}
 		if (sizes[s] == 1 << 20)
 			bw1m = 2.0 * (double)sizes[s] / t / 1e6;
-		if (rank == 0)
-			printf("ping-pong %zu B: %d rounds checked, %.2f us per round\n", sizes[s],
-			       n, t * 1e6);
+		printf("ping-pong %zu B: %d rounds checked, %.2f us per round (median %.2f, 99th "
+		       "%.2f, 99.9th %.2f)\n",
+		       sizes[s], n, t * 1e6, quantile(round, n, 0.5) * 1e6,
+		       quantile(round, n, 0.99) * 1e6, quantile(round, n, 0.999) * 1e6);
 	}
 	collectives();
 	if (rank == 0)
@@ -154,7 +213,10 @@ int main(int argc, char **argv)
 		printf("MPI_Put and MPI_Get in a window: checked\n");
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0)
-		printf("mpi_check: ok latency_8B_us=%.2f bandwidth_1MiB_MBps=%.0f\n", lat8, bw1m);
+		printf("mpi_check: ok latency_8B_us=%.2f p99_us=%.2f p99.9_us=%.2f "
+		       "bandwidth_1MiB_MBps=%.0f\n",
+		       lat8[0], lat8[1], lat8[2], bw1m);
+	free(round);
 	free(buf);
 	MPI_Finalize();
 	return 0;
