@@ -99,8 +99,9 @@ TABLES = [
      "kernel's TCP, medians of the runs. UCX: `ucx_perftest` (server and client, `-n` 20,000 "
      "for the latency, 2 GiB for the bandwidth; `--quick`: 2,000 and 128 MiB) with "
      "`UCX_TLS=rc_verbs,ud_verbs,self` through uroce-run, `UCX_TLS=tcp,self` for TCP. Open "
-     "MPI: `mpirun -np 2 mpi_check 20000 1048576` (uroce-bench's mpi_check: a ping-pong "
-     "with data checks, 20,000 rounds of 8 B and 2,000 of 1 MiB; `--quick`: 2,000 and 200) "
+     "MPI: `mpirun -np 2 mpi_check 20000 1048576 timing` (uroce-bench's mpi_check: a "
+     "ping-pong, 20,000 rounds of 8 B and 2,000 of 1 MiB, the first and last of each size "
+     "checked; `--quick`: 2,000 and 200) "
      "with `--mca pml ucx --mca osc ucx --mca btl self` and those UCX_TLS through uroce-run, "
      "`--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo` for TCP. The last "
      "column says which is ahead."),
@@ -155,7 +156,8 @@ def machine(version):
     info["uroce"] = version
     try:
         q = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version}, ", "perftest",
-                            "rdmacm-utils", "rdma-core"], capture_output=True, text=True)
+                            "rdmacm-utils", "rdma-core", "ucx-utils", "openmpi-bin"],
+                           capture_output=True, text=True)
         info["packages"] = q.stdout.strip(", ")
     except OSError:
         pass

@@ -527,7 +527,7 @@ def mpi_row(r, p, system):
     """mpi_check's ping-pong between 2 ranks: metrics "mpi 8B typical", "mpi 8B p99",
     "mpi 8B p99.9" (one way, us) and "mpi 1MiB bandwidth" (Gb/s)."""
     iters = p["mw_iters"]
-    out = r.mpi(system, [str(iters), str(1 << 20)], RUN_TIMEOUT + iters * 0.002)
+    out = r.mpi(system, [str(iters), str(1 << 20), "timing"], RUN_TIMEOUT + iters * 0.002)
     m = re.search(r"^mpi_check: ok latency_8B_us=(\S+) p99_us=(\S+) p99.9_us=(\S+) "
                   r"bandwidth_1MiB_MBps=(\S+)", out or "", re.M)
     if not m:
