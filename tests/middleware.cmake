@@ -4,6 +4,20 @@
 # a TCP port (18900 and up; its UDP port is 10000 more). Every middleware test has the label
 # middleware (`ctest -L middleware`: the whole matrix); those CI leaves out also have the label
 # middleware-full (scripts/test.sh). CI runs the UCX tests named in _ucx_ci.
+# The labels of middleware test NAME into OUT: CI's ("shim;integration;middleware") if NAME is
+# in the list CI, else "middleware;middleware-full"; "netns" too where WHERE is netns.
+function(_middleware_labels out name ci where)
+  if(name IN_LIST ci)
+    set(labels "shim;integration;middleware")
+  else()
+    set(labels "middleware;middleware-full")
+  endif()
+  if(where STREQUAL "netns")
+    list(APPEND labels netns)
+  endif()
+  set(${out} "${labels}" PARENT_SCOPE)
+endfunction()
+
 set(_ucx_ci ucx_perftest_ud_tag_lat ucx_perftest_rc_ud_tag_lat ucx_perftest_ud_ucp_put_bw
     ucx_perftest_rc_ud_tag_bw ucx_perftest_ud_tag_lat_netns ucx_perftest_rc_ud_tag_bw_netns)
 set(_ucx_port 18900)
@@ -22,14 +36,7 @@ foreach(_where loopback netns)
         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/middleware/ucx-perftest.sh
                 ${CMAKE_BINARY_DIR}/bin/uroce-run "${UROCE_SANITIZE}" ${_ucx_port} ${_tlist}
                 ${_test} ${_where} ${_net})
-      if(_name IN_LIST _ucx_ci)
-        set(_labels "shim;integration;middleware")
-      else()
-        set(_labels "middleware;middleware-full")
-      endif()
-      if(_where STREQUAL "netns")
-        list(APPEND _labels netns)
-      endif()
+      _middleware_labels(_labels ${_name} "${_ucx_ci}" ${_where})
       set_tests_properties(${_name} PROPERTIES LABELS "${_labels}" TIMEOUT 120
                            SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "Final:")
       math(EXPR _ucx_port "${_ucx_port} + 1")
@@ -124,14 +131,7 @@ foreach(_entry "openmpi|ucx|2|loopback|18926" "openmpi|ucx|4|loopback|18927"
   add_test(NAME ${_name}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/middleware/mpi.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
             "${UROCE_SANITIZE}" ${_impl} ${_path} ${_np} ${_where} ${_net})
-  if(_name IN_LIST _mpi_ci)
-    set(_labels "shim;integration;middleware")
-  else()
-    set(_labels "middleware;middleware-full")
-  endif()
-  if(_where STREQUAL "netns")
-    list(APPEND _labels netns)
-  endif()
+  _middleware_labels(_labels ${_name} "${_mpi_ci}" ${_where})
   set_tests_properties(${_name} PROPERTIES LABELS "${_labels}"
                        TIMEOUT 150 SKIP_RETURN_CODE 77 ENVIRONMENT "UROCE_UDP_PORT=${_udp}")
 endforeach()

@@ -8,14 +8,9 @@
 # Usage: fi-info.sh UROCE_RUN SANITIZER
 set -uo pipefail
 run=$1
-if [[ $2 == thread ]]; then
-	echo "skipped: system programs cannot load a ThreadSanitizer build of uroce"
-	exit 77
-fi
-if ((EUID != 0)); then
-	echo "skipped: network namespaces need root (and ip netns)"
-	exit 77
-fi
+. "$(dirname "$0")/../support/skip.sh"
+skip_thread "$2"
+skip_unless_root
 command -v fi_info >/dev/null ||
 	{ echo "fi-info.sh: fi_info not found (libfabric-bin; scripts/setup.sh installs it)" >&2; exit 1; }
 ns=uroce-fi-info

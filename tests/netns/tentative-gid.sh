@@ -6,14 +6,9 @@
 #   tentative-gid.sh UROCE_RUN SANITIZER
 set -uo pipefail
 run=$1
-if [[ $2 == thread ]]; then
-	echo "skipped: system programs cannot load a ThreadSanitizer build of uroce"
-	exit 77
-fi
-if ((EUID != 0)); then
-	echo "skipped: network namespaces need root (and ip netns)"
-	exit 77
-fi
+. "$(dirname "$0")/../support/skip.sh"
+skip_thread "$2"
+skip_unless_root
 ns=uroce-tentative
 ip netns del $ns 2>/dev/null
 ip netns add $ns || exit 1
