@@ -360,6 +360,33 @@ Test(shim_qp, posting_rules)
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 }
 
+/*
+ * An empty SGE may name no memory (UCX posts inline sends with address 0, length 0), and a WR
+ * with no SGE may have no list at all: both post, without a copy from address 0 (which UBSan
+ * reports as undefined behaviour).
+ */
+Test(shim_qp, empty_sges_name_no_buffer)
+{
+	struct ibv_qp *qp = create(IBV_QPT_RC);
+	struct ibv_sge empty = {.addr = 0, .length = 0, .lkey = 0};
+	struct ibv_send_wr inl = {.wr_id = 1,
+				  .sg_list = &empty,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_INLINE};
+	struct ibv_send_wr none = {
+		.wr_id = 2, .sg_list = NULL, .num_sge = 0, .opcode = IBV_WR_SEND};
+	struct ibv_send_wr *bad = NULL;
+
+	cr_assert_eq(to_init(qp), 0);
+	cr_assert_eq(rc_to_rtr(qp, 0, 0), 0);
+	cr_assert_eq(rc_to_rts(qp), 0);
+	cr_assert_eq(ibv_post_send(qp, &inl, &bad), 0);
+	cr_assert_eq(ibv_post_send(qp, &none, &bad), 0);
+	cr_assert_eq(to_state(qp, IBV_QPS_ERR), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+}
+
 /* Take N completions from CQ (none more) into WC. */
 static void expect_completions(struct ibv_cq *cq, struct ibv_wc *wc, int n)
 {

@@ -208,7 +208,8 @@ static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct 
 	}
 	for (size_t i = 0; i < num_sge; i++)
 		length += sg_list[i].length;
-	memcpy(roce_send_wqe_sge(wqe), sg_list, num_sge * sizeof(*sg_list));
+	if (num_sge) /* no SGE: sg_list may be NULL */
+		memcpy(roce_send_wqe_sge(wqe), sg_list, num_sge * sizeof(*sg_list));
 	wqe->num_sge = num_sge;
 	wqe->is_inline = false;
 	wqe->length = length > UINT32_MAX ? UINT32_MAX : length;
@@ -238,7 +239,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 	}
 	/* Copied now: the buffers are the caller's again when the call returns. */
 	for (size_t i = 0, off = 0; i < num_buf; off += buf_list[i].length, i++)
-		memcpy(wqe->data + off, buf_list[i].addr, buf_list[i].length);
+		if (buf_list[i].length) /* an empty buffer may name no memory */
+			memcpy(wqe->data + off, buf_list[i].addr, buf_list[i].length);
 	wqe->num_sge = 0;
 	wqe->is_inline = true;
 	wqe->length = length;

@@ -50,14 +50,19 @@ static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
 		/* Inline data is copied now: the buffers are the caller's again on return. */
 		if (length > qp->attr.cap.max_inline_data)
 			return EINVAL;
+		/* An empty SGE may name no buffer at all (UCX posts address 0, length 0). */
 		for (int i = 0, off = 0; i < wr->num_sge; off += wr->sg_list[i].length, i++)
-			memcpy(wqe->data + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
+			if (wr->sg_list[i].length)
+				memcpy(wqe->data + off,
+				       (const void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
 	} else {
 		if ((uint32_t)wr->num_sge > qp->attr.cap.max_send_sge)
 			return EINVAL;
 		wqe->num_sge = wr->num_sge;
-		memcpy(roce_send_wqe_sge(wqe), wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+		if (wr->num_sge) /* no SGE: sg_list may be NULL */
+			memcpy(roce_send_wqe_sge(wqe), wr->sg_list,
+			       wr->num_sge * sizeof(*wr->sg_list));
 	}
 	return uroce_sq_check_wqe(qp, wqe);
 }
