@@ -40,4 +40,8 @@ if(NOT UROCE_SANITIZE AND NOT UROCE_FUZZ)
   # and rxe -> uroce. The comparison at 5 % and 20 % between every pair is run by hand
   # (docs/INTEROP.md).
   uroce_interop_test(interop_loss loss.py uroce-ix-loss-ci 1200 --required)
+  # rdma_cm's loopback binds (interop/loopback_bind.py): a listener on 127.0.0.1 listens on
+  # every device and makes other binds of its port fail with EADDRNOTAVAIL, on the kernel (a
+  # uroce client reaching it at the guest's address) and on uroce alike.
+  uroce_interop_test(interop_loopback_bind loopback_bind.py uroce-ix-lb 300)
 endif()
