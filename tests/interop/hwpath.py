@@ -51,19 +51,6 @@ METRICS = ("latency", "bandwidth", "rate", "connect")
 MIN_PACKETS = 2000
 
 
-class Checks:
-    def __init__(self):
-        self.failed = []
-
-    def check(self, ok, what, detail=""):
-        print(f"{'ok' if ok else 'FAIL'}: {what}", flush=True)
-        if not ok:
-            self.failed.append(what)
-            if detail:
-                print("    " + detail.rstrip().replace("\n", "\n    "), flush=True)
-        return ok
-
-
 def images(bin_dir):
     """(base initramfs, the uroce build's extra archive), built or found in the cache."""
     p = subprocess.run([os.path.join(HERE, "mkinitramfs.sh")], stdout=subprocess.PIPE, text=True)
@@ -157,7 +144,7 @@ def main():
     ap.add_argument("--smp", type=int, default=2, help="the guest's vCPUs (default %(default)s)")
     ap.add_argument("--keep", help="keep the bench's report.md in this folder")
     a = ap.parse_args()
-    c = Checks()
+    c = vmlib.Checks()
     started = time.monotonic()
     try:
         base, extra = images(os.path.abspath(a.bin))
@@ -166,12 +153,7 @@ def main():
             bench(vm, c, a.keep)
     except vmlib.VMError as e:
         c.check(False, f"the VM: {e}")
-    took = time.monotonic() - started
-    if c.failed:
-        print(f"hwpath: {len(c.failed)} check(s) failed ({took:.0f} s): {'; '.join(c.failed)}")
-        return 1
-    print(f"hwpath: every check passed ({took:.0f} s)")
-    return 0
+    return c.summary("hwpath", time.monotonic() - started)
 
 
 if __name__ == "__main__":

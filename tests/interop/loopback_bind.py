@@ -26,45 +26,38 @@ REFUSED = "rdma_bind_addr: Cannot assign requested address"
 PORT = 7001
 
 
-def check(failed, ok, what, detail=""):
-    print(f"{'ok' if ok else 'FAIL'}: {what}", flush=True)
-    if not ok:
-        failed.append(what)
-        if detail:
-            print("    " + detail.strip()[-600:].replace("\n", "\n    "), flush=True)
-
-
-def kernel(vm, run, failed):
-    """The rules on the guest's kernel, and uroce's client reaching its loopback listener."""
-    vm.start("srv", f"rping -s -a 127.0.0.1 -p {PORT} -C 3 -V")
+def rules(c, who, start, run, finish, addr, client):
+    """On @who's rdma_cm: a listener on 127.0.0.1 (started by @start, which returns what
+    @finish waits for) makes binds of its port on 127.0.0.1 and on @addr fail with
+    EADDRNOTAVAIL (@run runs a command there), and @client (run on the host) reaches it at
+    @addr."""
+    srv = start(f"rping -s -a 127.0.0.1 -p {PORT} -C 3 -V")
     time.sleep(2)  # rping says nothing when it listens; TCG makes 2 s ample
-    for addr in ("127.0.0.1", vm.ip):
-        r = vm.run(f"rping -s -a {addr} -p {PORT} -C 1 -V", timeout=30)
-        check(failed, r.rc != 0 and REFUSED in r.output,
-              f"kernel: a bind of {addr}:{PORT} beside a listener on 127.0.0.1 is refused "
-              "with EADDRNOTAVAIL", r.output)
-    r = vm.host(f"{run} rping -c -a {vm.ip} -p {PORT} -C 3 -V", timeout=60)
-    check(failed, r.rc == 0, f"uroce's client reaches the kernel's 127.0.0.1 listener at "
-          f"{vm.ip}", r.output)
-    r = vm.wait("srv", timeout=30)
-    check(failed, r.rc == 0, "the kernel's rping server ended well", r.output)
+    for bind in ("127.0.0.1", addr):
+        r = run(f"rping -s -a {bind} -p {PORT} -C 1 -V")
+        c.check(r.rc != 0 and REFUSED in r.output,
+                f"{who}: a bind of {bind}:{PORT} beside a listener on 127.0.0.1 is refused "
+                "with EADDRNOTAVAIL", r.output[-600:])
+    r = client(f"rping -c -a {addr} -p {PORT} -C 3 -V")
+    c.check(r.rc == 0, f"{who}: a uroce client reaches the 127.0.0.1 listener at {addr}",
+            r.output[-600:])
+    r = finish(srv)
+    c.check(r.rc == 0, f"{who}: the rping server ended well", r.output[-600:])
 
 
-def uroce(vm, run, failed):
-    """The same three on uroce, on the host side of the bridge."""
-    host = vm.fabric.host_ip
-    srv = vm.host_start(f"{run} rping -s -a 127.0.0.1 -p {PORT} -C 3 -V")
-    time.sleep(1)
-    for addr in ("127.0.0.1", host):
-        r = vm.host(f"{run} rping -s -a {addr} -p {PORT} -C 1 -V", timeout=30)
-        check(failed, r.rc != 0 and REFUSED in r.output,
-              f"uroce: a bind of {addr}:{PORT} beside a listener on 127.0.0.1 is refused "
-              "with EADDRNOTAVAIL", r.output)
-    r = vm.host(f"{run} rping -c -a {host} -p {PORT} -C 3 -V", timeout=60)
-    check(failed, r.rc == 0, f"uroce: a client reaches the 127.0.0.1 listener at {host}",
-          r.output)
-    r = vm.host_wait(srv, timeout=30)
-    check(failed, r.rc == 0, "uroce's rping server ended well", r.output)
+def both(vm, run, c):
+    """The kernel's rdma_cm in the guest, then uroce's on the host side of the bridge."""
+    def on_host(cmd):
+        return vm.host(f"{run} {cmd}", timeout=60)
+
+    def guest_start(cmd):
+        vm.start("srv", cmd)
+        return "srv"
+
+    rules(c, "kernel", guest_start, lambda cmd: vm.run(cmd, timeout=30),
+          lambda name: vm.wait(name, timeout=30), vm.ip, on_host)
+    rules(c, "uroce", lambda cmd: vm.host_start(f"{run} {cmd}"), on_host,
+          lambda p: vm.host_wait(p, timeout=30), vm.fabric.host_ip, on_host)
 
 
 def main():
@@ -73,20 +66,14 @@ def main():
     ap.add_argument("--ns", default="uroce-ix-lb", help="network namespace (default %(default)s)")
     a = ap.parse_args()
     run = os.path.join(os.path.abspath(a.bin), "uroce-run")
-    failed = []
+    c = vmlib.Checks()
     started = time.monotonic()
     try:
         with vmlib.VM(ns=a.ns) as vm:
-            kernel(vm, run, failed)
-            uroce(vm, run, failed)
+            both(vm, run, c)
     except vmlib.VMError as e:
-        check(failed, False, f"the VM: {e}")
-    took = time.monotonic() - started
-    if failed:
-        print(f"loopback_bind: {len(failed)} check(s) failed ({took:.0f} s): {'; '.join(failed)}")
-        return 1
-    print(f"loopback_bind: every check passed ({took:.0f} s)")
-    return 0
+        c.check(False, f"the VM: {e}")
+    return c.summary("loopback_bind", time.monotonic() - started)
 
 
 if __name__ == "__main__":

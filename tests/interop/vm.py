@@ -49,6 +49,32 @@ DEFAULT_NS = "uroce-ix"
 SLACK = 30.0
 
 
+class Checks:
+    """A test script's checks, each printed as it is made ("ok: WHAT", or "FAIL: WHAT" and the
+    detail indented), the failed ones kept for the summary."""
+
+    def __init__(self):
+        self.failed = []
+
+    def check(self, ok, what, detail=""):
+        print(f"{'ok' if ok else 'FAIL'}: {what}", flush=True)
+        if not ok:
+            self.failed.append(what)
+            if detail:
+                print("    " + detail.rstrip().replace("\n", "\n    "), flush=True)
+        return ok
+
+    def summary(self, name, took):
+        """Print the script @name's last line (@took seconds); its exit status: 0 when every
+        check passed, 1 otherwise."""
+        if self.failed:
+            print(f"{name}: {len(self.failed)} check(s) failed ({took:.0f} s): "
+                  f"{'; '.join(self.failed)}")
+            return 1
+        print(f"{name}: every check passed ({took:.0f} s)")
+        return 0
+
+
 class VMError(RuntimeError):
     """Anything that went wrong with the VM or its network (never a test's own failure)."""
 
