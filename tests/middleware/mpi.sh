@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # An MPI program of our own (tools/bench/mpi_check.c, uroce-bench's too: ping-pong with data
 # checks up to 4 MiB, MPI_Allreduce, MPI_Alltoall, MPI_Put and MPI_Get) under uroce-run, NP
-# ranks, through one of Debian's MPI libraries and the RDMA path named, with no shared memory between the ranks that
-# ping-pong:
+# ranks, through one of Debian's MPI libraries and the RDMA path named, with no shared memory
+# between the ranks that ping-pong:
 #   openmpi ucx   mpirun --mca pml ucx --mca osc ucx, UCX_TLS=rc_verbs,ud_verbs,self
 #   openmpi ofi   mpirun --mca pml cm --mca mtl ofi --mca osc pt2pt, FI_PROVIDER="verbs;ofi_rxm"
 #   mpich   ucx   mpiexec.mpich (Debian builds MPICH with ch4:ucx, not ch4:ofi),
@@ -56,13 +56,9 @@ mpich/ucx)
 	;;
 *) echo "mpi.sh: $impl over $path: not a combination this test knows" >&2; exit 2 ;;
 esac
-launch=("$run")
 if [[ $where == netns ]]; then
 	addr_b=${addr%.1}.2
 	export NETNS_LAUNCH_HOSTS="$addr=$pair_a $addr_b=$pair_b" NETNS_LAUNCH_RUN=$run
-	# mpirun itself runs on host a, under its own host name, as the ranks on host b do.
-	launch=(ip netns exec "$pair_a" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"'
-		"$pair_a" "$run")
 	# Host b counts the RoCE datagrams it receives (a GSO train crossing the veth whole counts
 	# once): the ping-pong alone sends host b 420 messages.
 	ip netns exec "$pair_b" nft -f - <<NFT || exit 1
@@ -89,7 +85,14 @@ else
 			-hosts uroce-mpi-a,uroce-mpi-b -ppn 1 -iface lo)
 	fi
 fi
-timeout -k 5 120 "${launch[@]}" $mpirun "${args[@]}" -np "$np" "$dir/mpi_check" >"$dir/out" 2>&1
+cmd=($mpirun "${args[@]}" -np "$np" "$dir/mpi_check")
+if [[ $where == netns ]]; then
+	# mpirun itself runs on host a, under its own host name, as the ranks on host b do: a
+	# remote shell's command line, quoted.
+	timeout -k 5 120 "$here/netns-launch.sh" "$addr" "$(printf '%q ' "${cmd[@]}")" >"$dir/out" 2>&1
+else
+	timeout -k 5 120 "$run" "${cmd[@]}" >"$dir/out" 2>&1
+fi
 rc=$?
 cat "$dir/out"
 if ((rc != 0)) || ! grep -q "^mpi_check: ok" "$dir/out"; then
@@ -113,20 +116,8 @@ if [[ $where == netns ]]; then
 	fi
 	echo "mpi.sh: host b received $packets RoCE datagrams"
 else
-	# Each frame is in its sender's capture and its receiver's.
-	frames=$(python3 - "$dir"/cap.*.pcap <<'PY'
-import struct, sys
-n = 0
-for path in sys.argv[1:]:
-    data = open(path, "rb").read()
-    order = "<" if data[:4] in (bytes.fromhex("d4c3b2a1"), bytes.fromhex("4d3cb2a1")) else ">"
-    at = 24
-    while at + 16 <= len(data):
-        n += 1
-        at += 16 + struct.unpack_from(order + "I", data, at + 8)[0]
-print(n)
-PY
-)
+	# Each frame is in its sender's capture and its receiver's (capinfos: tshark's package).
+	frames=$(capinfos -c -M -T -r "$dir"/cap.*.pcap | awk '{ n += $2 } END { print n + 0 }')
 	if ((${frames:-0} < 1680)); then
 		echo "FAIL: uroce's captures hold ${frames:-no} frames, fewer than the ping-pong's 1680" >&2
 		exit 1
