@@ -331,36 +331,35 @@ class Runner:
         else:  # Open MPI leaves lo out of btl tcp unless asked for it
             cmd += ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
                     "--mca", "btl_tcp_if_include", "lo", "--mca", "osc", "pt2pt"]
-        cmd += [exe] + args
-        self.last = " ".join(cmd)
-        try:
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-            if r.returncode == 0:
-                return r.stdout
-        except subprocess.TimeoutExpired:
-            pass
-        return None
+        return self.output(cmd + [exe] + args, timeout, env)
 
     def mpi_check(self):
         """mpi_check built (once) from its source beside this tool, or None."""
         if self.mpi_exe is None:
             src = next((os.path.join(d, "mpi_check.c") for d in SHARE
                         if os.path.exists(os.path.join(d, "mpi_check.c"))), None)
-            self.tmp = tempfile.mkdtemp(prefix="uroce-bench-")
-            exe = os.path.join(self.tmp, "mpi_check")
-            self.last = f"mpicc.openmpi -O2 -o {exe} {src}"
-            r = subprocess.run(["mpicc.openmpi", "-O2", "-o", exe, src or "mpi_check.c"],
-                               capture_output=True, text=True)
-            self.mpi_exe = exe if r.returncode == 0 else ""
+            if src is None:
+                self.last = f"mpi_check.c: in none of {', '.join(SHARE)}"
+                self.mpi_exe = ""
+            else:
+                self.tmp = tempfile.mkdtemp(prefix="uroce-bench-")
+                exe = os.path.join(self.tmp, "mpi_check")
+                built = self.output(["mpicc.openmpi", "-O2", "-o", exe, src], RUN_TIMEOUT)
+                self.mpi_exe = exe if built is not None else ""
         return self.mpi_exe or None
 
     def sock(self, args, timeout=RUN_TIMEOUT):
-        cmd = [os.path.join(BIN, "uroce-sockbench")] + args
+        out = self.output([os.path.join(BIN, "uroce-sockbench")] + args, timeout)
+        return out.split() if out is not None else None
+
+    def output(self, cmd, timeout, env=None):
+        """Run @cmd (recorded as the last command) for at most @timeout seconds: its standard
+        output if it exits 0, else None."""
         self.last = " ".join(cmd)
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
             if r.returncode == 0:
-                return r.stdout.split()
+                return r.stdout
         except subprocess.TimeoutExpired:
             pass
         return None
@@ -497,6 +496,11 @@ def connect(r, p, system, count):
     return {}
 
 
+def scaled(v, k):
+    """A figure @v in another unit (times @k), or None for no figure."""
+    return v * k if v is not None else None
+
+
 def ucx_final(out):
     """The columns of ucx_perftest's "Final:" row (iterations, then latency typical, average
     and overall in us, bandwidth average and overall in MB/s of 2^20 bytes, message rate
@@ -518,9 +522,8 @@ def ucx_row(r, p, system, test):
     iters = max(100, p["bw_bytes"] >> 20)
     cols = ucx_final(r.ucx_perftest(system, ["-t", "tag_bw", "-s", str(1 << 20), "-n",
                                              str(iters)]))
-    mbps = number(cols[6]) if cols else None
-    return {"ucx tag_bw 1MiB bandwidth": mbps * 8 * (1 << 20) / 1e9
-            if mbps is not None else None} if cols else {}
+    return {"ucx tag_bw 1MiB bandwidth": scaled(number(cols[6]), 8 * (1 << 20) / 1e9)} \
+        if cols else {}
 
 
 def mpi_row(r, p, system):
@@ -532,9 +535,8 @@ def mpi_row(r, p, system):
                   r"bandwidth_1MiB_MBps=(\S+)", out or "", re.M)
     if not m:
         return {}
-    bw = number(m[4])
     return {"mpi 8B typical": number(m[1]), "mpi 8B p99": number(m[2]),
-            "mpi 8B p99.9": number(m[3]), "mpi 1MiB bandwidth": bw * 8 / 1e3 if bw else None}
+            "mpi 8B p99.9": number(m[3]), "mpi 1MiB bandwidth": scaled(number(m[4]), 8 / 1e3)}
 
 
 def workloads(a, p):
