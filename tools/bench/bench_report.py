@@ -3,10 +3,10 @@
 
 A result is (section, x, system, repetition, metric, value): section is latency, tails,
 events, bandwidth, bidirectional, rate (ib_send_bw's message rate), connect or middleware; x
-the message size or the connection count (0 in middleware, whose metrics name their size); system uroce, hardware, udp, udp-uring, udp-blocking, udp-mmsg
-or tcp. The tails' metrics are "PROGRAM typical", "PROGRAM p99" and "PROGRAM p99.9", PROGRAM a
-perftest latency program or, on the io_uring baseline, "ping-pong". The middleware's are
-MIDDLEWARE_ROWS'.
+the message size or the connection count (0 in middleware, whose metrics name their size);
+system uroce, hardware, udp, udp-uring, udp-blocking, udp-mmsg or tcp. The tails' metrics are
+"PROGRAM typical", "PROGRAM p99" and "PROGRAM p99.9", PROGRAM a perftest latency program or,
+on the io_uring baseline, "ping-pong"; the middleware's are those of MIDDLEWARE_ROWS.
 """
 import csv
 import math

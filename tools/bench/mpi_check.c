@@ -50,9 +50,9 @@ static void check(const char *what, const uint8_t *buf, size_t len, int round, i
 			fail(what, i, buf[i], pattern(i, round, from));
 }
 
-/* Whether every round's message is filled and checked (1), or only the first and last (0:
+/* Whether every round's message is filled and checked, or only the first and last (false:
  * uroce-bench's timing, where filling and checking 1 MiB would cost more than moving it). */
-static int check_rounds = 1;
+static bool check_rounds = true;
 
 /* Ranks 0 and 1 exchange @iters messages of @len bytes; rank 0 keeps each round's seconds in
  * @round (ranks 0 and 1 both need @iters entries there) and returns the mean. */
