@@ -445,6 +445,37 @@ Test(shim_qp, flush_on_error_with_channel_event)
 }
 
 /*
+ * ibv_destroy_qp removes the QP's completions from the CQs it shares with other QPs, as mlx5
+ * does, and keeps the others in order: nothing polled afterwards names a QP that is gone.
+ */
+Test(shim_qp, destroy_drops_its_completions_only)
+{
+	struct ibv_qp *gone = create(IBV_QPT_RC), *kept = create(IBV_QPT_RC);
+	uint32_t kept_qpn = kept->qp_num;
+	struct ibv_wc wc[8];
+
+	cr_assert_eq(to_init(gone), 0);
+	cr_assert_eq(to_init(kept), 0);
+	cr_assert_eq(to_state(gone, IBV_QPS_ERR), 0);
+	cr_assert_eq(to_state(kept, IBV_QPS_ERR), 0);
+	/* Interleaved on the receive CQ: gone 1, kept 2, gone 3, kept 4. */
+	cr_assert_eq(post_recv(gone, 1), 0);
+	cr_assert_eq(post_recv(kept, 2), 0);
+	cr_assert_eq(post_recv(gone, 3), 0);
+	cr_assert_eq(post_recv(kept, 4), 0);
+	cr_assert_eq(post_send(gone, 5), 0);
+	cr_assert_eq(post_send(kept, 6), 0);
+	cr_assert_eq(ibv_destroy_qp(gone), 0);
+	expect_completions(rcq, wc, 2);
+	cr_assert_eq(wc[0].wr_id, 2);
+	cr_assert_eq(wc[1].wr_id, 4);
+	cr_assert_eq(wc[0].qp_num, kept_qpn);
+	expect_completions(scq, wc, 1);
+	cr_assert_eq(wc[0].wr_id, 6);
+	cr_assert_eq(ibv_destroy_qp(kept), 0);
+}
+
+/*
  * A WRITE to a key the target does not have: the QP (connected to itself) NAKs it and goes to
  * the error state, and with UROCE_LOG=info the engine says where the QP stood (core_env.c).
  */

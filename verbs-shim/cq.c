@@ -80,6 +80,26 @@ int uroce_cq_push(struct uroce_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return 0;
 }
 
+unsigned int uroce_cq_drop_qp(struct uroce_cq *cq, uint32_t qp_num)
+{
+	unsigned int dropped;
+	uint32_t kept;
+
+	pthread_mutex_lock(&cq->lock);
+	kept = cq->tail;
+	for (uint32_t i = cq->tail; i != cq->head; i++) {
+		const struct uroce_cqe *e = &cq->ring[i & cq->mask];
+
+		if (e->wc.qp_num != qp_num)
+			cq->ring[kept++ & cq->mask] = *e;
+	}
+	dropped = cq->head - kept;
+	cq->head = kept;
+	count_ready(cq);
+	pthread_mutex_unlock(&cq->lock);
+	return dropped;
+}
+
 /*
  * An empty poll receives on the polling thread, once the engine has handed it the sockets
  * (uroce_engine_poll): a busy-polling program then gets its completions without a wake-up of

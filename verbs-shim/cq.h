@@ -19,4 +19,16 @@
  */
 int uroce_cq_push(struct uroce_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/*
+ * Remove the completions of QP QP_NUM that wait in CQ, keeping the others in order: what
+ * ibv_destroy_qp does once no more can come, as mlx4's and mlx5's providers do
+ * (mlx5_destroy_qp cleans both CQs with __mlx5_cq_clean). No completion then names a QP that
+ * no longer exists: software that closes a QP and then drains a CQ it shares with others
+ * (libfabric 1.17's rxm: rxm_close_conn closes the endpoint, then reads the CQ and reposts
+ * the receive buffer on the endpoint it just freed) sees only the QPs still open. The
+ * kernel's rxe leaves them (docs/INTEROP.md). Thread-safe (takes the CQ lock); never fails.
+ * Returns how many were removed.
+ */
+unsigned int uroce_cq_drop_qp(struct uroce_cq *cq, uint32_t qp_num);
+
 #endif

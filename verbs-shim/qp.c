@@ -8,6 +8,7 @@
 #include "verbs-shim/async.h"
 #include "verbs-shim/caps.h"
 #include "verbs-shim/core_env.h"
+#include "verbs-shim/cq.h"
 #include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/ops.h"
@@ -236,7 +237,11 @@ UROCE_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct uroce_qp *qp = to_uqp(ibqp);
 
 	uroce_table_remove(&qp_table, ibqp->handle);
-	uroce_qp_destroying(qp);
+	uroce_qp_destroying(qp); /* no completion of the QP comes after this */
+	if (qp->send_cq)
+		uroce_cq_drop_qp(qp->send_cq, ibqp->qp_num);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
+		uroce_cq_drop_qp(qp->recv_cq, ibqp->qp_num);
 	uroce_async_drain(qp->ctx, ibqp, &ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
 			  &qp->async_events_reported);
 	if (qp->xrc)
