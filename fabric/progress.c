@@ -41,6 +41,11 @@
 #define POLLS_BEFORE_HANDOVER_MAX (32u << 12)
 #define POLL_IDLE_MIN_NS          100000u
 #define POLL_IDLE_MAX_NS          1000000u
+/*
+ * A take-back that found a thread receiving tries again this much later: a receive is short,
+ * unless the scheduler set its thread aside, and then looking often would only take CPU from it.
+ */
+#define TAKE_BACK_RETRY_NS 100000u
 /* The progress thread's time slice (short_slice): the shortest the kernel allows. */
 #define PROGRESS_SLICE_NS 100000u
 
@@ -231,14 +236,30 @@ static void pace_handovers(struct uroce_progress *p, uint64_t now)
 	atomic_store(&p->handover_polls, polls);
 }
 
-/* Under the receive lock: the backend receives again from its next wait on. */
-static void take_back(struct uroce_progress *p)
+/*
+ * Under the receive lock: the backend receives again from its next wait on. Not while an
+ * application thread is receiving (it holds the receiving flag, progress_int.h): false then,
+ * and the thread tries again soon.
+ */
+static bool take_back(struct uroce_progress *p)
 {
+	if (atomic_exchange(&p->receiving, true))
+		return false;
 	atomic_store(&p->want_app, false);
 	atomic_store(&p->app_rx, false);
+	atomic_store(&p->receiving, false);
 	on_drain(p->handed_fd);
 	if (p->ops->polling_ended)
 		p->ops->polling_ended(p->arg);
+	return true;
+}
+
+/* When to look again after a take-back that a receiving thread put off: soon, or at @next. */
+static uint64_t retry_at(uint64_t now, uint64_t next)
+{
+	uint64_t at = now + TAKE_BACK_RETRY_NS;
+
+	return at < next ? at : next;
 }
 
 /*
@@ -258,8 +279,10 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 		 * uroce_progress_wait() polls the ones it had, so the backend takes all of them
 		 * back until the next hand-over, which includes the new one.
 		 */
-		if (atomic_exchange(&p->sockets_added, false)) {
-			take_back(p);
+		if (atomic_load(&p->sockets_added)) {
+			if (!take_back(p))
+				return retry_at(now, next);
+			atomic_store(&p->sockets_added, false);
 			return next;
 		}
 		idle_at = poll_idle_at(p, now);
@@ -267,13 +290,14 @@ static uint64_t hand_over(struct uroce_progress *p, uint64_t now)
 			return idle_at < next ? idle_at : next;
 		/* Nobody polls: the backend receives again from its next wait on. A thread that
 		 * said it goes to sleep (uroce_progress_unpoll) ended its turn as it should. */
+		if (!take_back(p))
+			return retry_at(now, next);
 		if (atomic_load(&p->last_poll))
 			pace_handovers(p, now);
 		/* An unpoll that no waiter followed: the next ones give the sockets back at once.
 		 */
 		if (atomic_exchange(&p->unpolled, false))
 			atomic_store(&p->waiter_follows, false);
-		take_back(p);
 	} else if (atomic_load(&p->want_app) && p->backend->release(p)) {
 		/* Threads that poll from now on find every socket added so far. */
 		atomic_store(&p->sockets_added, false);
@@ -306,6 +330,20 @@ static bool still_quiet(struct uroce_progress *p, uint64_t *deadline)
 		return false;
 	*deadline = idle_at < next ? idle_at : next;
 	return true;
+}
+
+/*
+ * The progress thread's turn at the receive lock. A thread busy polling a CQ takes the lock
+ * whenever its receive brings datagrams; a mutex is not fair, and with more busy threads than
+ * CPUs the thread, woken at each unlock, could find it taken again for long: its timers and the
+ * frames the hub forwards (read only here) would wait. Polls leave the lock to it while it
+ * asks (uroce_progress_poll, and progress_rx.c ends a stream's turn); its turns are short.
+ */
+static void thread_rx_lock(struct uroce_progress *p)
+{
+	atomic_store(&p->rx_wanted, true);
+	progress_rx_lock(p);
+	atomic_store(&p->rx_wanted, false);
 }
 
 struct start_arg {
@@ -369,7 +407,7 @@ static void *progress_main(void *arg)
 		do
 			ready = p->backend->wait(p, deadline);
 		while (!ready && still_quiet(p, &deadline));
-		progress_rx_lock(p);
+		thread_rx_lock(p);
 		if (ready) {
 			p->backend->dispatch(p);
 			atomic_store_explicit(&p->end_due, true, memory_order_relaxed);

@@ -44,26 +44,18 @@ int uroce_progress_poll(struct uroce_progress *p)
 			progress_wake_thread(p);
 		return -1;
 	}
+	/* The progress thread waits for its turn (progress.c: thread_rx_lock): give it the CPU. */
+	if (atomic_load_explicit(&p->rx_wanted, memory_order_relaxed))
+		return -1;
 	/* Another thread receives: what it takes reaches this one's CQ all the same. */
-	if (progress_receiving == p || pthread_mutex_trylock(&p->rx_lock))
+	if (progress_receiving == p || atomic_exchange(&p->receiving, true))
 		return 0;
-	progress_receiving = p;
 	if (!atomic_load(&p->app_rx)) { /* taken back meanwhile */
-		progress_rx_unlock(p);
+		atomic_store(&p->receiving, false);
 		return -1;
 	}
-	/*
-	 * The previous poll's batch ends here, at the next poll, not as that poll returned: its
-	 * completions reach the caller before the answers (ACKs) go out, so that no send stands
-	 * on the way to each completion of a ping-pong. Bounded by the next poll, a hand-back to
-	 * the progress thread (after the idle window) or a QP's modify or destroy
-	 * (verbs-shim/engine_tx.c: uroce_qp_modified, uroce_qp_kick).
-	 */
-	progress_end_batch(p);
 	n = progress_receive_direct(p, now);
-	if (n) /* progress_end_batch cleared it */
-		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
-	progress_rx_unlock(p);
+	atomic_store(&p->receiving, false);
 	return (int)n;
 }
 
@@ -121,12 +113,15 @@ static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsign
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	progress_rx_lock(p);
-	if (atomic_load(&p->app_rx)) {
+	/* A polling thread receiving meanwhile takes what is there (progress_int.h). */
+	if (polled && atomic_load(&p->app_rx) && !atomic_exchange(&p->receiving, true)) {
 		uint64_t now = uroce_now();
 
-		for (unsigned int i = 0; i < n; i++)
-			if (i < polled && pfd[WAIT_FIXED + i].revents)
-				got += progress_receive_slot(p, i, now);
+		if (atomic_load(&p->app_rx))
+			for (unsigned int i = 0; i < n; i++)
+				if (i < polled && pfd[WAIT_FIXED + i].revents)
+					got += progress_receive_slot(p, i, now);
+		atomic_store(&p->receiving, false);
 	}
 	if (got)
 		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);

@@ -14,8 +14,16 @@
  *
  * The receive lock: whoever hands datagrams to the callbacks, runs timers or watches holds
  * p->rx_lock -- the progress thread for each turn (not while it sleeps), or an application
- * thread in uroce_progress_poll(). One receiver at a time keeps each QP's packets in order
- * and makes every callback single-threaded, as progress.h promises.
+ * thread in uroce_progress_poll() while it hands out what it received. One at a time keeps
+ * each QP's packets in order and makes every callback single-threaded, as progress.h promises.
+ *
+ * The receiving flag: while the sockets are the application's, the thread that receives from
+ * them holds p->receiving (taken with an exchange, never waited for), and the progress thread
+ * takes them back only by taking it; so the sockets have one receiver, and datagrams reach the
+ * callbacks in the order they came. A polling thread makes its receive (most polls: one empty
+ * recvmsg) with the flag alone, and takes the receive lock only to hand out what came: a
+ * poller the scheduler sets aside in its system call then keeps the progress thread from
+ * nothing. The order is flag, then lock; a holder of the lock only tries the flag.
  */
 #ifndef UROCE_FABRIC_PROGRESS_INT_H
 #define UROCE_FABRIC_PROGRESS_INT_H
@@ -45,7 +53,7 @@ struct udp_slot {
 	 * outstanding; epoll: it is in the watch set). */
 	bool armed;
 	bool cancelling; /* io_uring, progress thread: its cancel is submitted */
-	bool drained;    /* receive lock: its last receive found nothing (progress_receive_slot) */
+	bool drained;    /* its receiver's: its last receive found nothing (progress_rx.c) */
 };
 
 struct direct_rx; /* progress_rx.c: recvmmsg buffers of the direct receive */
@@ -59,16 +67,19 @@ struct uroce_progress {
 	void *be; /* the backend's state, made and freed on the thread */
 	pthread_t thread;
 	int epfd; /* the watched descriptors (and, for epoll, the UDP sockets) */
-	/* Direct receive (rx_lock): the slot that last brought datagrams, the poll count, and the
-	 * slot the next round-robin poll tries. */
+	/* Direct receive (its receiver: the receiving flag, or rx_lock while the sockets are the
+	 * thread's): the slot that last brought datagrams, the poll count, and the slot the next
+	 * round-robin poll tries. */
 	unsigned int rx_hint, rx_turn, rx_next;
 	int evfd; /* wakes the thread: timers armed earlier, stop, a new socket, a hand-over */
-	struct direct_rx *direct; /* under rx_lock */
+	struct direct_rx *direct; /* its receiver's, as rx_hint */
 
 	pthread_mutex_t rx_lock; /* the receive lock (above) */
 	/* The hand-over (uroce_progress_poll): a polling thread wants the sockets, has them. */
 	atomic_bool want_app;
-	atomic_bool app_rx;         /* written under rx_lock */
+	atomic_bool app_rx;         /* written under rx_lock and the receiving flag */
+	atomic_bool receiving;      /* the receiving flag (above) */
+	atomic_bool rx_wanted;      /* the progress thread waits for rx_lock: polls leave it */
 	atomic_bool sockets_added;  /* since the last hand-over (progress.c: hand_over) */
 	_Atomic uint64_t last_poll; /* uroce_now() of the latest uroce_progress_poll() */
 	/*
@@ -154,10 +165,12 @@ unsigned int progress_udp_count(const struct uroce_progress *p);
 bool progress_sockets_wanted(struct uroce_progress *p);
 
 /*
- * Under the receive lock: receive what UDP socket @slot holds now, with recvmmsg in batches
- * until it would block (but from a socket found empty just before, a first datagram that ends
- * its message ends the receive), and hand it out as received at @now (uroce_now(), read just
- * before: the timers' resolution is microseconds). Returns the datagrams.
+ * Under the receive lock, as the sockets' receiver: receive what UDP socket @slot holds now,
+ * with recvmmsg in batches until it would block (but from a socket found empty just before, a
+ * first datagram that ends its message ends the receive; and a bounded number of batches, fewer
+ * when the progress thread waits for the lock), and hand it out as received at @now
+ * (uroce_now(), read just before: the timers' resolution is microseconds). Returns the
+ * datagrams.
  */
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now);
 
@@ -180,7 +193,11 @@ static inline void progress_rx_unlock(struct uroce_progress *p)
 /* Under the receive lock: the batch_end callback, if datagrams came since it last ran. */
 void progress_end_batch(struct uroce_progress *p);
 
-/* A polling thread's receive, under the receive lock: one socket per call; the datagrams. */
+/*
+ * A polling thread's receive, holding the receiving flag and not the receive lock (which it
+ * takes to hand out what came, and to end the previous poll's batch): one socket per call;
+ * the datagrams.
+ */
 unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now);
 
 /* Fill @pfd with the UDP sockets, for POLLIN: their count. */

@@ -14,7 +14,8 @@
 #include "fabric/progress_int.h"
 #include "transport/wire.h"
 
-#define RX_BATCH 16 /* datagrams per recvmmsg of the direct receive */
+#define RX_BATCH  16 /* datagrams per recvmmsg of the direct receive */
+#define RX_ROUNDS 8  /* receives of one turn at a socket (hand_out_stream) */
 /* Direct receive buffers hold UROCE_UDP_RECV_MAX bytes, 64-byte aligned. */
 #define RX_STRIDE ((UROCE_UDP_RECV_MAX + 63) & ~(size_t)63)
 
@@ -94,54 +95,96 @@ static int receive_some(int fd, struct mmsghdr *msgs, unsigned int want)
 }
 
 /*
- * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
- * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
- * kernel's try at a second datagram (docs/PERFORMANCE.md). So that datagram ends the receive,
- * unless more of its message follows (roce_datagram_continues): then the rest is asked for at
- * once, since a receive that ends amid a message leaves its last packets (and the ACK riding
- * behind a train) for the next poll.
- * A socket that had datagrams at its last receive (a stream) is received in batches of
- * RX_BATCH until empty.
+ * Up to @want datagrams from @s into the direct receive's buffers: their count, 0 when the
+ * socket is empty (recorded in s->drained, which the caller holds as the socket's receiver).
  */
-unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
+static int receive(struct udp_slot *s, struct direct_rx *d, unsigned int want)
+{
+	int n = receive_some(s->sock.fd, d->msgs, want);
+
+	s->drained = n <= 0;
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+		uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s", s->sock.port,
+			  strerror(errno));
+	return n > 0 ? n : 0;
+}
+
+/*
+ * Under the receive lock: hand the @n datagrams of the direct receive's buffers (from @slot) to
+ * the callbacks. Returns whether more of the last one's message follows.
+ */
+static bool hand_out(struct uroce_progress *p, unsigned int slot, int n, uint64_t now)
 {
 	struct udp_slot *s = &p->udp[slot];
 	struct direct_rx *d = p->direct;
-	unsigned int total = 0, want = s->drained ? 1 : RX_BATCH;
+	bool more = false;
 
-	for (;;) {
-		int n = receive_some(s->sock.fd, d->msgs, want);
-		bool more = false;
+	for (int i = 0; i < n; i++) {
+		struct msghdr *m = &d->msgs[i].msg_hdr;
+		struct roce_ipudp ip;
+		uint16_t seg = 0;
 
-		s->drained = n <= 0;
-		if (n <= 0) {
-			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				uroce_log(UROCE_LOG_ERROR, "receive on UDP port %u: %s",
-					  s->sock.port, strerror(errno));
-			return total;
+		if (m->msg_flags & MSG_TRUNC) {
+			atomic_fetch_add(&p->rx_oversize, 1);
+			continue;
 		}
-		for (int i = 0; i < n; i++) {
-			struct msghdr *m = &d->msgs[i].msg_hdr;
-			struct roce_ipudp ip;
-			uint16_t seg = 0;
+		if (uroce_udp_rx_source(&ip, &s->sock, m->msg_name, m->msg_namelen))
+			continue;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+			uroce_udp_rx_cmsg(&ip, c, &seg);
+		more = roce_datagram_continues(d->iov[i].iov_base, d->msgs[i].msg_len, seg);
+		progress_received(p, &ip, seg, d->iov[i].iov_base, d->msgs[i].msg_len, now);
+	}
+	rearm_msgs(d, (unsigned int)n);
+	return more;
+}
 
-			if (m->msg_flags & MSG_TRUNC) {
-				atomic_fetch_add(&p->rx_oversize, 1);
-				continue;
-			}
-			if (uroce_udp_rx_source(&ip, &s->sock, m->msg_name, m->msg_namelen))
-				continue;
-			for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
-				uroce_udp_rx_cmsg(&ip, c, &seg);
-			more = roce_datagram_continues(d->iov[i].iov_base, d->msgs[i].msg_len, seg);
-			progress_received(p, &ip, seg, d->iov[i].iov_base, d->msgs[i].msg_len, now);
-		}
-		rearm_msgs(d, (unsigned int)n);
+/*
+ * Under the receive lock: hand out the @n datagrams a receive of @want from @slot brought, then
+ * go on receiving while the socket has more: a receive of one datagram ends there unless more of
+ * its message follows (roce_datagram_continues), since a receive that ends amid a message
+ * leaves its last packets (and the ACK riding behind a train) for the next poll; a full batch
+ * asks for RX_BATCH more. At most RX_ROUNDS receives, and none once the progress thread waits
+ * for the lock: a receiver that holds it through a stream would keep the thread from its timers
+ * and the frames the hub forwards (progress.c, thread_rx_lock). Returns the datagrams.
+ */
+static unsigned int hand_out_stream(struct uroce_progress *p, unsigned int slot, int n,
+				    unsigned int want, uint64_t now)
+{
+	struct udp_slot *s = &p->udp[slot];
+	unsigned int total = 0;
+
+	for (unsigned int round = 1;; round++) {
+		bool more = hand_out(p, slot, n, now);
+
 		total += (unsigned int)n;
-		if ((unsigned int)n < want || (want == 1 && !more))
+		if ((unsigned int)n < want || (want == 1 && !more) || round == RX_ROUNDS ||
+		    atomic_load_explicit(&p->rx_wanted, memory_order_relaxed))
 			return total;
 		want = RX_BATCH;
+		n = receive(s, p->direct, want);
+		if (!n)
+			return total;
 	}
+}
+
+/*
+ * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
+ * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
+ * kernel's try at a second datagram (docs/PERFORMANCE.md). A socket that had datagrams at its
+ * last receive (a stream) is asked for RX_BATCH.
+ */
+static unsigned int first_want(const struct udp_slot *s)
+{
+	return s->drained ? 1 : RX_BATCH;
+}
+
+unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
+{
+	unsigned int want = first_want(&p->udp[slot]);
+	int n = receive(&p->udp[slot], p->direct, want);
+
+	return n ? hand_out_stream(p, slot, n, want, now) : 0;
 }
 
 /*
@@ -149,19 +192,38 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, 
  * socket that last brought datagrams (a ping-pong's next one comes there), the eighth the
  * sockets in turn, so that a busy socket starves none. No epoll set holds the sockets
  * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
- * into it (docs/PERFORMANCE.md).
+ * into it (docs/PERFORMANCE.md). The receive itself, most polls' whole work, is made without
+ * the receive lock (the caller is the sockets' one receiver, progress_int.h: receiving), which
+ * is taken only to hand out what came and to end the previous poll's batch.
  */
 unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now)
 {
-	unsigned int n = progress_udp_count(p), slot = p->rx_hint, got;
+	unsigned int n = progress_udp_count(p), slot = p->rx_hint, want, got = 0;
+	int first;
 
 	if (!n)
 		return 0;
 	if (!(p->rx_turn++ & 7) || slot >= n)
 		slot = p->rx_next++ % n;
-	got = progress_receive_slot(p, slot, now);
-	if (got)
+	want = first_want(&p->udp[slot]);
+	first = receive(&p->udp[slot], p->direct, want);
+	if (!first && !atomic_load_explicit(&p->end_due, memory_order_relaxed))
+		return 0;
+	progress_rx_lock(p);
+	/*
+	 * The previous poll's batch ends here, at the next poll, not as that poll returned: its
+	 * completions reach the caller before the answers (ACKs) go out, so that no send stands
+	 * on the way to each completion of a ping-pong. Bounded by the next poll, a hand-back to
+	 * the progress thread (after the idle window) or a QP's modify or destroy
+	 * (verbs-shim/engine_tx.c: uroce_qp_modified, uroce_qp_kick).
+	 */
+	progress_end_batch(p);
+	if (first) {
+		got = hand_out_stream(p, slot, first, want, now);
 		p->rx_hint = slot;
+		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
+	}
+	progress_rx_unlock(p);
 	return got;
 }
 

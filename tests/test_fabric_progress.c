@@ -600,6 +600,101 @@ Test(progress, epoll_gro_train)
 	gro_train(UROCE_BACKEND_EPOLL);
 }
 
+/*
+ * A thread that busy polls holds no lock the progress thread needs while it receives: when the
+ * scheduler sets it aside in its receive (a signal handler that sleeps 300 ms stands for that:
+ * the signal comes as one of its receive's system calls returns), the progress thread still
+ * serves its watched descriptors (the frames a hub forwards come so) and timers at once.
+ */
+static pthread_t poller;
+static atomic_bool poller_stop, poller_holds;
+static atomic_uint_fast64_t served_at;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void set_aside(int sig)
+{
+	(void)sig;
+	usleep(300000);
+}
+
+static void *poll_until_stopped(void *arg)
+{
+	struct uroce_progress *p = arg;
+
+	while (!atomic_load(&poller_stop))
+		if (uroce_progress_poll(p) >= 0)
+			atomic_store(&poller_holds, true);
+	return NULL;
+}
+
+static void on_served(void *arg)
+{
+	uint64_t v;
+
+	if (read(*(int *)arg, &v, sizeof(v)) == sizeof(v))
+		atomic_store(&served_at, now_ns());
+}
+
+static void set_aside_poller_blocks_nothing(enum uroce_backend backend)
+{
+	struct uroce_progress *p;
+	struct uroce_watch *w;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	uint64_t one = 1, worst = 0;
+
+	cr_assert_geq(efd, 0);
+	open_sock(&sock);
+	cr_assert_eq(sigaction(SIGUSR1, &(struct sigaction){.sa_handler = set_aside}, NULL), 0);
+	cr_assert_eq(uroce_progress_start(&p, &ops, NULL, 4, backend), 0);
+	w = uroce_progress_watch(p, efd, on_served, &efd);
+	cr_assert_not_null(w);
+	cr_assert_eq(pthread_create(&poller, NULL, poll_until_stopped, p), 0);
+	for (int i = 0; i < 1000 && !atomic_load(&poller_holds); i++)
+		usleep(1000);
+	cr_assert(atomic_load(&poller_holds), "the progress thread never handed the sockets over");
+	for (int round = 0; round < 5; round++) {
+		uint64_t sent;
+
+		usleep(20000); /* polls go on: the sockets are the poller's */
+		cr_assert_eq(pthread_kill(poller, SIGUSR1), 0);
+		usleep(20000); /* it sleeps in its handler now */
+		atomic_store(&served_at, 0);
+		sent = now_ns();
+		cr_assert_eq(write(efd, &one, sizeof(one)), sizeof(one));
+		for (int i = 0; i < 1000 && !atomic_load(&served_at); i++)
+			usleep(1000);
+		cr_assert_neq(atomic_load(&served_at), 0, "the watch was never served");
+		if (atomic_load(&served_at) - sent > worst)
+			worst = atomic_load(&served_at) - sent;
+	}
+	/* 300 ms if it waited for the poller: well under it otherwise, even on a busy host. */
+	cr_assert_lt(worst, 150000000u, "a watch waited %.1f ms for a poller set aside",
+		     (double)worst / 1e6);
+	atomic_store(&poller_stop, true);
+	pthread_join(poller, NULL);
+	uroce_progress_unwatch(p, w);
+	uroce_progress_stop(p);
+	uroce_udp_close(&sock);
+	close(efd);
+}
+
+Test(progress, io_uring_set_aside_poller_blocks_nothing)
+{
+	set_aside_poller_blocks_nothing(UROCE_BACKEND_IO_URING);
+}
+
+Test(progress, epoll_set_aside_poller_blocks_nothing)
+{
+	set_aside_poller_blocks_nothing(UROCE_BACKEND_EPOLL);
+}
+
 Test(progress, bad_arguments)
 {
 	struct uroce_progress *p;
