@@ -3,7 +3,7 @@
  * The application's threads at the sockets (progress.h): a thread that busy polls a CQ
  * receives itself once it has polled empty long enough (uroce_progress_poll), and a thread
  * blocked in ibv_get_cq_event waits on the sockets and receives (uroce_progress_wait); the
- * progress thread hands the sockets over and takes them back (progress.c: hand_over).
+ * progress thread hands the sockets over and takes them back (progress_handover.c).
  */
 #include <errno.h>
 #include <poll.h>

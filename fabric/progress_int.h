@@ -80,7 +80,7 @@ struct uroce_progress {
 	atomic_bool app_rx;         /* written under rx_lock and the receiving flag */
 	atomic_bool receiving;      /* the receiving flag (above) */
 	atomic_bool rx_wanted;      /* the progress thread waits for rx_lock: polls leave it */
-	atomic_bool sockets_added;  /* since the last hand-over (progress.c: hand_over) */
+	atomic_bool sockets_added;  /* since the last hand-over (progress_hand_over) */
 	_Atomic uint64_t last_poll; /* uroce_now() of the latest uroce_progress_poll() */
 	/*
 	 * Threads in uroce_progress_wait() (they count as polling all the while); an
@@ -95,7 +95,7 @@ struct uroce_progress {
 	atomic_bool waiter_follows;
 	atomic_bool unpolled;
 	/* Progress thread: how long polls may pause before it takes the sockets back, and when it
-	 * last planned to look (progress.c, poll_idle_at). */
+	 * last planned to look (progress_handover.c, poll_idle_at). */
 	uint64_t idle_ns, idle_check;
 	uint64_t handed_at;                  /* progress thread: when it last gave the sockets */
 	_Atomic unsigned int handover_polls; /* empty polls before a thread asks for the sockets */
@@ -202,6 +202,29 @@ unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now);
 
 /* Fill @pfd with the UDP sockets, for POLLIN: their count. */
 unsigned int progress_socket_pollfds(struct uroce_progress *p, struct pollfd *pfd);
+
+/* Empty the non-blocking eventfd @fd. */
+void progress_drain_fd(int fd);
+
+/* Make the eventfd @fd readable. */
+void progress_signal_fd(int fd);
+
+/* The empty polls a thread makes before it asks for the sockets, at first (progress_handover.c). */
+#define POLLS_BEFORE_HANDOVER 32u
+
+/*
+ * Under the receive lock: give the sockets to the polling threads that asked for them once the
+ * backend has let them go, take them back when the polls pause for the idle window. Returns
+ * when the thread must look again at the latest: the earliest timer, or the idle window's end.
+ */
+uint64_t progress_hand_over(struct uroce_progress *p, uint64_t now);
+
+/*
+ * A wait ended with nothing to dispatch: true (with the next @deadline) if the thread has
+ * nothing to do either, with the sockets still polled, no timer due and no batch put off, so
+ * that it sleeps again without taking the receive lock from the polling thread.
+ */
+bool progress_still_quiet(struct uroce_progress *p, uint64_t *deadline);
 
 /* Wake the progress thread (@arg: the struct uroce_progress) from any thread. */
 void progress_wake_thread(void *arg);
