@@ -51,3 +51,14 @@ set_tests_properties(discovery_netlink PROPERTIES LABELS "shim;integration" TIME
 if(UROCE_SANITIZE STREQUAL "thread")
   set_tests_properties(discovery_netlink PROPERTIES DISABLED TRUE)
 endif()
+
+# In a Docker container by default: Docker's capabilities and the refusals of its default
+# seccomp profile (io_uring, namespaces, mounts, clone3: support/docker_seccomp.c). The devices
+# are found and the data path runs (on epoll), with nothing but uroce-run.
+add_executable(docker_seccomp support/docker_seccomp.c)
+add_test(NAME discovery_docker
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/discovery/docker.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          $<TARGET_FILE:docker_seccomp> "${UROCE_SANITIZE}")
+set_tests_properties(discovery_docker PROPERTIES LABELS "shim;integration" TIMEOUT 180
+                     ENVIRONMENT UROCE_UDP_PORT=28728 SKIP_RETURN_CODE 77
+                     PASS_REGULAR_EXPRESSION "docker.sh: under Docker's default")
