@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * An event queue behind a file descriptor: the completion channel and the async event queue
- * of a context. Events are kept in a list; an eventfd in semaphore mode counts them, so the fd
- * is pollable, can be made O_NONBLOCK, and a reader blocks in read() (or first in the WAIT it
- * passes to uroce_evq_pop: ppoll for a completion channel), a cancellation point (ABI.md §3.3:
- * rping cancels a thread blocked in ibv_get_cq_event).
+ * of a context. Events are kept in a list; an eventfd is readable while the list holds any, so
+ * the fd is pollable, can be made O_NONBLOCK, and a reader blocks in read() (or first in the
+ * WAIT it passes to uroce_evq_pop: ppoll for a completion channel), a cancellation point
+ * (ABI.md §3.3: rping cancels a thread blocked in ibv_get_cq_event).
  *
- * Invariant: the eventfd count never exceeds the list length (push appends, then counts,
- * under the lock; pop takes one count, then one entry). An event whose object is destroyed
- * before it is read is cancelled in place (its object set to NULL) and skipped by pop.
+ * The eventfd follows the list's emptiness, not its length: a push onto an empty list writes
+ * it, the pop that empties the list reads it, and the pushes and pops between make no system
+ * call (a ping-pong waiting on events pushes two a round and takes both). Invariant, under the
+ * lock and while no reader is in its blocking read() (`blocked`): `signalled` (the eventfd's
+ * count is not zero) exactly when the list is not empty. A reader that read() the count in
+ * the blocking path clears `signalled` and restores the invariant when it takes the lock again;
+ * meanwhile nobody else reads the eventfd (a read of an empty one would block under the lock).
+ * An event whose object is destroyed before it is read is cancelled in place (its object set
+ * to NULL) and skipped by pop.
  */
 #ifndef UROCE_VERBS_SHIM_EVQ_H
 #define UROCE_VERBS_SHIM_EVQ_H
@@ -27,6 +33,8 @@ struct uroce_evq {
 	int fd;
 	struct uroce_event *head;
 	struct uroce_event **tailp;
+	bool signalled;       /* the eventfd's count is not zero (above) */
+	unsigned int blocked; /* readers in the blocking read() */
 };
 
 /* 0, or an errno value (eventfd's: EMFILE, ENFILE, ENOMEM). */
