@@ -445,6 +445,56 @@ Test(shim_qp, flush_on_error_with_channel_event)
 }
 
 /*
+ * A completion channel's fd is readable exactly while events wait: two CQs on one channel
+ * each fire once; after the first ibv_get_cq_event the fd stays readable, after the second it
+ * is not, and a third read of the non-blocking fd finds nothing.
+ */
+Test(shim_qp, channel_fd_readable_while_events_wait)
+{
+	struct ibv_cq *cq2 = ibv_create_cq(ctx, 8, &cq2, ch, 0), *ev_cq;
+	struct ibv_qp_init_attr attr = {
+		.send_cq = cq2,
+		.recv_cq = rcq,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &attr);
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct ibv_wc wc[4];
+	void *ev_ctx;
+	bool seen_r = false, seen_s = false;
+
+	cr_assert(cq2 && qp);
+	cr_assert_eq(to_init(qp), 0);
+	cr_assert_eq(post_recv(qp, 1), 0);
+	cr_assert_eq(ibv_req_notify_cq(rcq, 0), 0);
+	cr_assert_eq(ibv_req_notify_cq(cq2, 0), 0);
+	cr_assert_eq(poll(&pfd, 1, 0), 0, "readable with no event");
+	cr_assert_eq(to_state(qp, IBV_QPS_ERR), 0);
+	cr_assert_eq(post_send(qp, 2), 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(poll(&pfd, 1, 1000), 1, "not readable with %d event(s) waiting",
+			     2 - i);
+		cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+		seen_r |= ev_cq == rcq;
+		seen_s |= ev_cq == cq2;
+	}
+	cr_assert(seen_r && seen_s, "one event from each CQ");
+	cr_assert_eq(poll(&pfd, 1, 0), 0, "readable once every event was taken");
+	cr_assert_eq(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	errno = 0;
+	cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), -1);
+	cr_assert_eq(errno, EAGAIN);
+	cr_assert_eq(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) & ~O_NONBLOCK), 0);
+	ibv_ack_cq_events(rcq, 1);
+	ibv_ack_cq_events(cq2, 1);
+	expect_completions(rcq, wc, 1);
+	expect_completions(cq2, wc, 1);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq2), 0);
+}
+
+/*
  * ibv_destroy_qp removes the QP's completions from the CQs it shares with other QPs, as mlx5
  * does, and keeps the others in order: nothing polled afterwards names a QP that is gone.
  */
