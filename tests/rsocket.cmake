@@ -63,3 +63,27 @@ foreach(_entry ${_rs_cases})
   math(EXPR _rs_udp "${_rs_udp} + 1")
   math(EXPR _rs_cm "${_rs_cm} + 1")
 endforeach()
+
+# An ordinary socket program of our own (rsocket/sock_echo.c) over rsockets through Debian's
+# librspreload.so (rsocket/preload.sh).
+add_executable(sock_echo rsocket/sock_echo.c)
+foreach(_entry "preload_echo|loopback|18|29160|29360|sock_echo $<TARGET_FILE:sock_echo>"
+               "preload_echo_netns|netns|19|29161|29361|sock_echo $<TARGET_FILE:sock_echo>"
+               "preload_iperf|loopback|28|29162|29362|iperf")
+  string(REPLACE "|" ";" _f "${_entry}")
+  list(GET _f 0 _name)
+  list(GET _f 1 _where)
+  list(GET _f 2 _n)
+  list(GET _f 3 _udp)
+  list(GET _f 4 _cm)
+  list(GET _f 5 _cmd)
+  separate_arguments(_cmd UNIX_COMMAND "${_cmd}")
+  add_test(NAME rsocket_${_name}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket/pair.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+            "${UROCE_SANITIZE}" ${_udp} ${_cm} ${_where} ${_n} ${_cmd})
+  set(_labels "shim;integration;rsocket")
+  if(_where STREQUAL "netns")
+    list(APPEND _labels netns)
+  endif()
+  set_tests_properties(rsocket_${_name} PROPERTIES LABELS "${_labels}" TIMEOUT 120)
+endforeach()

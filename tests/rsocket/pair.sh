@@ -8,6 +8,7 @@
 #   rcopy                           a 3 MB file of random bytes is copied and compared
 #   udpong ARGS                     both sides with ARGS; the client exits 0 with a report
 #   rs_check BINARY [reset]         tests/rsocket/rs_check.c, server and client
+#   sock_echo BINARY / iperf        an ordinary socket program under librspreload.so
 set -uo pipefail
 
 run=$1 san=$2 udp=$3 port=$4 where=$5 n=$6 prog=$7
@@ -97,6 +98,42 @@ udpong)
 	nc=$(grep -cE '^[^ ]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s ' "$dir/client.out")
 	((nc > 0)) || fail "no result row"
 	echo "udpong $* ($where): $(tail -1 "$dir/client.out")"
+	;;
+sock_echo | iperf)
+	# An ordinary socket program over rsockets through Debian's librspreload.so; its RoCE
+	# packets (UROCE_LOG=info's count at exit) show that the data went over uroce.
+	preload=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+	[[ -f $preload ]] || fail "$preload missing (Debian's librdmacm1)"
+	if [[ $prog == sock_echo ]]; then
+		srv=("$1" server "$port") cli=("$1" client "$addr" "$port" 3000000)
+	else
+		command -v iperf >/dev/null || fail "iperf missing (scripts/setup.sh installs it)"
+		srv=(iperf -s -p "$port") cli=(iperf -c "$addr" -p "$port" -t 2)
+	fi
+	"${in_a[@]}" env LD_PRELOAD=$preload timeout 60 "$run" "${srv[@]}" >"$dir/server.out" 2>&1 &
+	server=$!
+	wait_rdma_cm_listen "$dir/server.out" "$port" || fail "the server did not listen"
+	"${in_b[@]}" env LD_PRELOAD=$preload timeout 60 "$run" "${cli[@]}" >"$dir/client.out" 2>&1
+	crc=$?
+	if [[ $prog == iperf ]]; then
+		sleep 0.5
+		kill "$server" 2>/dev/null
+	fi
+	wait "$server" 2>/dev/null
+	src=$?
+	server=
+	((crc == 0)) || fail "the client exited $crc"
+	if [[ $prog == sock_echo ]]; then
+		((src == 0)) || fail "the server exited $src"
+		grep -q "bytes back intact" "$dir/client.out" || fail "no intact echo"
+	else
+		grep -qE "[0-9.]+ [MG]Bytes +[0-9.]+ [MG]bits/sec" "$dir/server.out" ||
+			fail "iperf's server reports no transfer"
+	fi
+	sent=$(sed -n 's/.*packets: \([0-9]*\) sent.*/\1/p' "$dir/client.out")
+	((${sent:-0} > 100)) || fail "the client sent ${sent:-no} RoCE packets: not over uroce"
+	echo "$prog over librspreload.so ($where): $sent RoCE packets from the client"
+	grep -hE "bytes back|bits/sec" "$dir/client.out" | tail -1
 	;;
 rs_check)
 	bin=$1
