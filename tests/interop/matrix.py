@@ -170,10 +170,6 @@ CASES = [
            "sh -c 'head -c 2000000 /dev/urandom > /tmp/rs-rcopy.src && "
            "rcopy /tmp/rs-rcopy.src {srv}:/tmp/rs-rcopy.dst -p {port} && "
            "md5sum /tmp/rs-rcopy.src'", 7486, server_exits=False, check="rcopy"),
-    # datagram rsockets: udpong's server binds a UDP socket (no listen to see) and serves
-    # for ever; echo mode, so that every datagram makes the round trip
-    Case("udpong", "udpong -b {srv} -p {port} -T e", "udpong -s {srv} -p {port} -T e -C 100",
-         wait=2.0, port=7487, server_exits=False, check="rows"),
 ]
 
 RACE_RUNS = 20  # a run lost to perftest (perftest_lost) is run again, 19 times at most
