@@ -22,11 +22,12 @@
  *   most RS_QP_CTRL_SIZE of them are in flight, outside the data's send queue budget.
  *
  * The files of this module, one job each: rsocket.c (the socket table, create, bind, close,
- * names, rfcntl), rsocket_conn.c (endpoint and connection set-up, accept, shutdown),
- * rsocket_data.c (completions, credits, rsend/rrecv), rsocket_poll.c (rpoll, rselect),
- * rsocket_opt.c (rsetsockopt, rgetsockopt), rsocket_iomap.c (riomap, riounmap, riowrite),
- * rsocket_svc.c (the service thread: connection requests, CM events, keepalives, datagram
- * address resolution) and rsocket_dgram.c (datagram rsockets over UD).
+ * names, rfcntl), rsocket_conn.c (the endpoint, the handshake, rconnect), rsocket_accept.c
+ * (rlisten, accepting, raccept, a connection's CM events, rshutdown), rsocket_data.c
+ * (completions, credits, posting), rsocket_io.c (the send and receive calls), rsocket_poll.c
+ * (rpoll, rselect), rsocket_opt.c (rsetsockopt, rgetsockopt), rsocket_iomap.c (riomap,
+ * riounmap, riowrite), rsocket_svc.c (the service thread: connection requests, CM events,
+ * keepalives, datagram address resolution) and rsocket_dgram.c (datagram rsockets over UD).
  */
 #ifndef UROCE_VERBS_SHIM_RDMACM_RSOCKET_INT_H
 #define UROCE_VERBS_SHIM_RDMACM_RSOCKET_INT_H
@@ -245,8 +246,13 @@ static inline int rs_fail(int err)
 int rs_value_to_scale(int value, int bits);
 int rs_scale_to_value(int value, int bits);
 
-/* rsocket_conn.c */
+/* rsocket_conn.c: the endpoint (CQ, QP, buffers) and the handshake's private data */
+int rs_create_ep(struct rs *rs);
+void rs_format_conn(const struct rs *rs, struct rs_wire_conn *c);
+void rs_save_conn(struct rs *rs, const struct rs_wire_conn *c);
+void rs_set_connected(struct rs *rs);
 int rs_do_connect(struct rs *rs);
+/* rsocket_accept.c */
 int rs_do_accept(struct rs *listener);
 void rs_cm_event(struct rs *rs);
 void rs_free_endpoint(struct rs *rs);
