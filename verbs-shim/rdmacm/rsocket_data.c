@@ -478,3 +478,36 @@ bool rs_conn_all_sends_done(struct rs *rs)
 	return ((int)rs->ctrl_max_seqno - (int)rs->ctrl_seqno) + rs->sqe_avail == rs->sq_size ||
 	       rs->state != RS_CONNECTED;
 }
+
+/*
+ * Wait until a send may go (credits, a send WR, send buffer, target room), as the flags and
+ * O_NONBLOCK allow. lock held. 0, or -1 with errno (EAGAIN; EPIPE or ECONNRESET when the
+ * connection's write side closed meanwhile).
+ */
+int rs_wait_send(struct rs *rs, int flags)
+{
+	if (rs_can_send(rs))
+		return 0;
+	if (rs_get_comp(rs, rs_nonblocking(rs, flags), rs_conn_can_send))
+		return -1;
+	if (rs->state != RS_CONNECTED || !rs->writable)
+		return rs_fail(rs_send_error(rs));
+	return 0;
+}
+
+/*
+ * The size of the next transfer of @left bytes (rdma-core's rsend): *@olen, which doubles from
+ * RS_OLAP_START_SIZE up to RS_MAX_TRANSFER so that the first bytes leave while the rest are
+ * copied, within the send buffer's free bytes.
+ */
+uint32_t rs_next_xfer(struct rs *rs, uint32_t *olen, size_t left)
+{
+	uint32_t xfer = (uint32_t)left;
+
+	if (*olen < left) {
+		xfer = *olen;
+		if (*olen < RS_MAX_TRANSFER)
+			*olen <<= 1;
+	}
+	return xfer < rs->sbuf_bytes_avail ? xfer : rs->sbuf_bytes_avail;
+}

@@ -284,6 +284,8 @@ struct rs_src {
 	size_t off;
 };
 int rs_send_chunk(struct rs *rs, struct rs_src *src, uint32_t len);
+int rs_wait_send(struct rs *rs, int flags);
+uint32_t rs_next_xfer(struct rs *rs, uint32_t *olen, size_t left);
 void rs_consume_cq_event(struct rs *rs);
 int rs_send_error(const struct rs *rs);
 int rs_get_comp(struct rs *rs, bool nonblock, bool (*test)(struct rs *rs));

@@ -96,24 +96,10 @@ static ssize_t rs_sendv(struct rs *rs, const struct iovec *iov, int iovcnt, int 
 			goto out;
 	}
 	for (; left; left -= xfer) {
-		if (!rs_can_send(rs)) {
-			ret = rs_get_comp(rs, rs_nonblocking(rs, flags), rs_conn_can_send);
-			if (ret)
-				break;
-			if (rs->state != RS_CONNECTED || !rs->writable) {
-				ret = rs_fail(rs_send_error(rs));
-				break;
-			}
-		}
-		if (olen < left) {
-			xfer = olen;
-			if (olen < RS_MAX_TRANSFER)
-				olen <<= 1;
-		} else {
-			xfer = (uint32_t)left;
-		}
-		if (xfer > rs->sbuf_bytes_avail)
-			xfer = rs->sbuf_bytes_avail;
+		ret = rs_wait_send(rs, flags);
+		if (ret)
+			break;
+		xfer = rs_next_xfer(rs, &olen, left);
 		if (xfer > rs->target_sgl[rs->target_sge].length)
 			xfer = rs->target_sgl[rs->target_sge].length;
 		ret = rs_send_chunk(rs, &src, xfer);

@@ -165,15 +165,9 @@ int rs_send_iomaps(struct rs *rs, int flags)
 		bool swap = rs->peer_swap;
 		int n;
 
-		if (!rs_can_send(rs)) {
-			ret = rs_get_comp(rs, rs_nonblocking(rs, flags), rs_conn_can_send);
-			if (ret)
-				break;
-			if (rs->state != RS_CONNECTED || !rs->writable) {
-				ret = rs_fail(rs_send_error(rs));
-				break;
-			}
-		}
+		ret = rs_wait_send(rs, flags);
+		if (ret)
+			break;
 		w.offset = swap ? __builtin_bswap64(m->offset) : m->offset;
 		w.sge.addr = (uintptr_t)m->mr->addr;
 		w.sge.key = m->mr->rkey;
@@ -258,25 +252,11 @@ UROCE_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t of
 				break;
 			}
 		}
-		if (!rs_can_send(rs)) {
-			ret = rs_get_comp(rs, rs_nonblocking(rs, flags), rs_conn_can_send);
-			if (ret)
-				break;
-			if (rs->state != RS_CONNECTED || !rs->writable) {
-				ret = rs_fail(rs_send_error(rs));
-				break;
-			}
-		}
+		ret = rs_wait_send(rs, flags);
+		if (ret)
+			break;
 		m = &rs->target_iomap[e];
-		if (olen < left) {
-			xfer = olen;
-			if (olen < RS_MAX_TRANSFER)
-				olen <<= 1;
-		} else {
-			xfer = (uint32_t)left;
-		}
-		if (xfer > rs->sbuf_bytes_avail)
-			xfer = rs->sbuf_bytes_avail;
+		xfer = rs_next_xfer(rs, &olen, left);
 		end = m->offset + m->sge.length;
 		if (xfer > end - off)
 			xfer = (uint32_t)(end - off);
