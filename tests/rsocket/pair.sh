@@ -110,10 +110,13 @@ sock_echo | iperf)
 		command -v iperf >/dev/null || fail "iperf missing (scripts/setup.sh installs it)"
 		srv=(iperf -s -p "$port") cli=(iperf -c "$addr" -p "$port" -t 2)
 	fi
-	"${in_a[@]}" env LD_PRELOAD=$preload timeout 60 "$run" "${srv[@]}" >"$dir/server.out" 2>&1 &
+	# librspreload.so goes after what uroce-run preloads (a sanitizer's runtime must come
+	# first, also for uroce-run's own configuration check), for the program alone.
+	with_preload=(sh -c 'LD_PRELOAD="$LD_PRELOAD $0" exec "$@"' "$preload")
+	"${in_a[@]}" timeout 60 "$run" "${with_preload[@]}" "${srv[@]}" >"$dir/server.out" 2>&1 &
 	server=$!
 	wait_rdma_cm_listen "$dir/server.out" "$port" || fail "the server did not listen"
-	"${in_b[@]}" env LD_PRELOAD=$preload timeout 60 "$run" "${cli[@]}" >"$dir/client.out" 2>&1
+	"${in_b[@]}" timeout 60 "$run" "${with_preload[@]}" "${cli[@]}" >"$dir/client.out" 2>&1
 	crc=$?
 	if [[ $prog == iperf ]]; then
 		sleep 0.5
