@@ -15,6 +15,8 @@ PACKAGES=(
 	# RDMA middleware that runs on uroce unmodified (tests/discovery/tree.sh: ucx_info;
 	# tests/middleware/)
 	ucx-utils qperf libfabric-bin openmpi-bin libopenmpi-dev mpich libmpich-dev util-linux
+	# a socket program over rsockets through librspreload.so (tests/rsocket/preload.sh)
+	iperf
 	# backtraces of a test program that hangs (tests/shim/bounded.sh)
 	gdb
 	# interop suite: boot Debian's kernel with rdma_rxe in qemu (TCG) from a busybox initramfs

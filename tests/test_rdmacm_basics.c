@@ -98,7 +98,7 @@ Test(rdmacm, devices_and_event_names)
 	cr_assert_str_eq(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT");
 }
 
-Test(rdmacm, rsockets_fail_with_enosys)
+Test(rdmacm, notify_without_connection)
 {
 	struct rdma_cm_id *id;
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -108,8 +108,35 @@ Test(rdmacm, rsockets_fail_with_enosys)
 	cr_assert_eq(rdma_notify(id, IBV_EVENT_COMM_EST), -1, "no connection");
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(rdma_destroy_id(id), 0);
-	cr_assert_eq(rsocket(AF_INET, SOCK_STREAM, 0), -1);
-	cr_assert_eq(errno, ENOSYS);
+}
+
+/* rsockets (verbs-shim/rdmacm/rsocket*.c) refuse bad input as rsocket(7) and the socket calls
+ * do; the data path is tested with real programs (tests/rsocket.cmake). */
+Test(rdmacm, rsockets_bad_input)
+{
+	int s = rsocket(AF_INET, SOCK_STREAM, 0), v = 0;
+	socklen_t len = sizeof(v);
+
+	cr_assert_geq(s, 0, "a stream rsocket: %s", strerror(errno));
+	cr_assert_eq(rsocket(AF_UNIX, SOCK_STREAM, 0), -1);
+	cr_assert_eq(errno, ENOTSUP);
+	cr_assert_eq(rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP), -1);
+	cr_assert_eq(errno, ENOTSUP);
+	cr_assert_eq(rsend(STDIN_FILENO, "x", 1, 0), -1);
+	cr_assert_eq(errno, EBADF);
+	cr_assert_eq(riowrite(STDIN_FILENO, "x", 1, 0, 0), (size_t)-1);
+	cr_assert_eq(errno, EBADF);
+	cr_assert_eq(raccept(s, NULL, NULL), -1, "not listening");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rshutdown(s, 7), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rgetsockopt(s, SOL_SOCKET, SO_PEERCRED, &v, &len), -1);
+	cr_assert_eq(errno, ENOPROTOOPT);
+	cr_assert_eq(rgetsockopt(s, SOL_RDMA, RDMA_INLINE, &v, &len), 0);
+	cr_assert_eq(v, 64, "rdma-core's default inline size");
+	cr_assert_eq(rclose(s), 0);
+	cr_assert_eq(rclose(s), -1, "closed");
+	cr_assert_eq(errno, EBADF);
 }
 
 static struct sockaddr_in lo4(uint16_t port)

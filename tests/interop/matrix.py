@@ -87,6 +87,12 @@ def rdmacm(name, server, client, port, family=4, **kw):
     return Case(name, server, client, family, wait="rdma_cm", port=port, **kw)
 
 
+def rsocket(name, cmd, port, family=4):
+    """rstream or riostream: the same options on both sides, the client given the server's
+    address; each side prints a result row."""
+    return Case(name, cmd, cmd + " -s {srv}", family, wait="rdma_cm", port=port, check="rows")
+
+
 RPING = "rping -{side} -a {{srv}} -C 20 -S 4000 -V"
 CASES = [
     # rdma_cm programs (rping -V checks every byte it receives)
@@ -151,6 +157,19 @@ CASES = [
     perftest("ib_write_lat", "-n 200 -R"),
     perftest("ib_read_lat", "-n 200 -R"),
     perftest("ib_atomic_lat", "-n 200 -R"),
+    # rsockets (rdma-core's rsocket protocol over RC: docs/INTEROP.md "rsockets"): rstream's
+    # modes (blocking, non-blocking, rpoll, data verified, keepalive), riostream's riowrite
+    # into the peer's iomap (verified), rcopy's file (compared by MD5 on both sides)
+    rsocket("rstream_b", "rstream -p {port} -T b -S 4096 -C 100", 7480),
+    rsocket("rstream_n", "rstream -p {port} -T n -S 1000 -C 100", 7481),
+    rsocket("rstream_a", "rstream -p {port} -T a -S 1000 -C 100", 7482),
+    rsocket("rstream_v", "rstream -p {port} -T v -S 65536 -C 20", 7483),
+    rsocket("rstream_k", "rstream -p {port} -T b -k 1 -S 4096 -C 50", 7484),
+    rsocket("riostream_v", "riostream -p {port} -T v -S 4096 -C 20", 7485),
+    rdmacm("rcopy", "sh -c 'rm -f /tmp/rs-rcopy.dst; exec rcopy -p {port}'",
+           "sh -c 'head -c 2000000 /dev/urandom > /tmp/rs-rcopy.src && "
+           "rcopy /tmp/rs-rcopy.src {srv}:/tmp/rs-rcopy.dst -p {port} && "
+           "md5sum /tmp/rs-rcopy.src'", 7486, server_exits=False, check="rcopy"),
 ]
 
 RACE_RUNS = 20  # a run lost to perftest (perftest_lost) is run again, 19 times at most
@@ -174,6 +193,10 @@ def perftest_lost(case, server_side, client_out, server_out):
 
 PERFTEST_ROW = re.compile(r"^\s*\d+\s+\d+\s+[\d.]+", re.M)
 BYTES_ROW = re.compile(r"\d+ bytes in [\d.]+ seconds")
+# rstream's and riostream's: name, size, transfers, iterations, total, "0.12s", ...
+RSTREAM_ROW = re.compile(r"^\S+\s+[\d.]+[kmg]?\s+[\d.]+[kmg]?\s+[\d.]+[kmg]?\s+[\d.]+[kmg]?\s+"
+                         r"[\d.]+s\s", re.M)
+MD5 = re.compile(r"\b([0-9a-f]{32})\b")
 
 
 class Matrix:
@@ -240,6 +263,19 @@ class Matrix:
             return f"rdma_cm: listening on port {case.port}" in open(host_out).read()
         except OSError:
             return False
+
+    def rcopy_same(self, server_side, client_out):
+        """rcopy's copy on the server side has the MD5 the client printed of its file."""
+        want = MD5.search(client_out)
+        if server_side == "rxe":
+            r = self.vm.run("md5sum /tmp/rs-rcopy.dst", timeout=30)
+        else:
+            r = self.vm.host("md5sum /tmp/rs-rcopy.dst", timeout=30)
+        got = MD5.search(r.output)
+        if not want or not got or want.group(1) != got.group(1):
+            return [f"rcopy's copy differs: {want and want.group(1)} sent, "
+                    f"{got and got.group(1)} written"]
+        return []
 
     # --- one run ---------------------------------------------------------------------
     def run(self, case, server_side, work):
@@ -322,6 +358,10 @@ class Matrix:
                     why.append(f"no perftest result row from the {who}")
                 if case.check == "bytes" and not BYTES_ROW.search(out or ""):
                     why.append(f"no throughput line from the {who}")
+                if case.check == "rows" and not RSTREAM_ROW.search(out or ""):
+                    why.append(f"no result row from the {who}")
+            if case.check == "rcopy" and not why:
+                why += self.rcopy_same(server_side, client_out or "")
         finally:
             if host_job and host_job.poll() is None:
                 os.killpg(host_job.pid, signal.SIGKILL)

@@ -2,15 +2,15 @@
 #   pair_setup SANITIZER WHERE NAME N
 # WHERE is "loopback" (two processes, the server at 127.0.0.1) or "netns" (two network
 # namespaces uroce-NAME-a and uroce-NAME-b joined by a veth pair, 10.204.N.1 and .2, each
-# process the hub of its own host). Sets $dir (a temporary folder), $in_a and $in_b (the
+# process the hub of its own host; PAIR_NS_PREFIX and PAIR_NET change "uroce" and "10.204"). Sets $dir (a temporary folder), $in_a and $in_b (the
 # command prefixes that run in the server's and the client's host) and $addr (the server's
 # address), and removes all of it at exit, stopping $server if set. Exits 77 (skipped, with a
 # message) for a ThreadSanitizer build, which system programs cannot load, and for netns
 # without root.
 pair_setup() {
 	local sanitizer=$1 ns
-	pair_where=$2 pair_a=uroce-$3-a pair_b=uroce-$3-b
-	local n=$4
+	pair_where=$2 pair_a=${PAIR_NS_PREFIX:-uroce}-$3-a pair_b=${PAIR_NS_PREFIX:-uroce}-$3-b
+	local n=$4 net=${PAIR_NET:-10.204}
 	if [[ $sanitizer == thread ]]; then
 		echo "skipped: system programs cannot load a ThreadSanitizer build of uroce"
 		exit 77
@@ -31,8 +31,8 @@ pair_setup() {
 		fi
 		ip netns add "$pair_b" || exit 1
 		ip link add va netns "$pair_a" type veth peer name vb netns "$pair_b" || exit 1
-		ip -n "$pair_a" addr add "10.204.$n.1/24" dev va
-		ip -n "$pair_b" addr add "10.204.$n.2/24" dev vb
+		ip -n "$pair_a" addr add "$net.$n.1/24" dev va
+		ip -n "$pair_b" addr add "$net.$n.2/24" dev vb
 		for ns in "$pair_a" "$pair_b"; do
 			ip -n "$ns" link set lo up
 		done
@@ -47,7 +47,7 @@ pair_setup() {
 				ip -n "$pair_b" -o link show vb | grep -q "state UP" && break
 			sleep 0.05
 		done
-		in_a=(ip netns exec "$pair_a") in_b=(ip netns exec "$pair_b") addr=10.204.$n.1
+		in_a=(ip netns exec "$pair_a") in_b=(ip netns exec "$pair_b") addr=$net.$n.1
 		;;
 	*)
 		echo "pair_setup: where: loopback or netns, not $pair_where" >&2

@@ -7,8 +7,7 @@
  * Event channels (blocking and non-blocking), ids of every port space, device lists, event
  * strings, binding, address and route resolution, rdma_getaddrinfo, the verbs objects of an id
  * (QP, SRQ, default PD and CQs, rdma_create_ep), RC connections over the IB CM (cm.c), UD
- * through SIDR, multicast joins and ECE. rsockets return ENOSYS with a message naming the call
- * (docs/UNSUPPORTED.md).
+ * through SIDR, multicast joins and ECE. rsockets (rsocket_int.h) are built on this API.
  */
 #ifndef UROCE_VERBS_SHIM_RDMACM_CMA_H
 #define UROCE_VERBS_SHIM_RDMACM_CMA_H
