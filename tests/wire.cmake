@@ -8,3 +8,6 @@ uroce_test(test_qp_state SOURCES test_qp_state.c LIBS uroce_transport LABELS wir
 
 # transport/wr_opcode: the work-request opcode table against the packet opcode table and IBA.
 uroce_test(test_wr_opcode SOURCES test_wr_opcode.c LIBS uroce_transport LABELS wire)
+
+# transport/place: a WRITE's payload stored as DMA does, each byte once and in order.
+uroce_test(test_place SOURCES test_place.c LIBS uroce_transport LABELS wire)

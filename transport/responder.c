@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "transport/place.h"
 #include "transport/qp_int.h"
 
 enum resp_step {
@@ -432,7 +433,7 @@ static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 			qp->resp.write_len = pkt->reth.len;
 		}
 		if (pkt->payload_len)
-			memcpy(c->host, pkt->payload, pkt->payload_len);
+			roce_place(c->host, pkt->payload, pkt->payload_len);
 		qp->resp.write_va += pkt->payload_len;
 		qp->resp.write_left -= pkt->payload_len;
 	} else {
