@@ -40,6 +40,13 @@ uroce_test(test_nldev SOURCES test_nldev.c $<TARGET_OBJECTS:uroce_nldev> LABELS 
 target_include_directories(test_nldev PRIVATE ${IBVERBS_INCLUDE_DIRS})
 target_compile_definitions(test_nldev PRIVATE UROCE_VERSION="${PROJECT_VERSION}")
 
+# The resource registry (verbs-shim/resreg.h) that RES_GET and RES_QP_GET read: files made and
+# removed with the objects, killed processes and reused pids skipped and cleaned up, fork,
+# torn records, no folder.
+uroce_test(test_resreg SOURCES test_resreg.c ${PROJECT_SOURCE_DIR}/verbs-shim/resreg.c
+  $<TARGET_OBJECTS:uroce_resreg_read> LIBS Threads::Threads LABELS "shim")
+target_include_directories(test_resreg PRIVATE ${IBVERBS_INCLUDE_DIRS})
+
 # Under uroce-run: rdma dev/link/res/system show list every device with rxe's fields, as sysfs
 # holds them; the socket from Python (netlink.py, with pyverbs for the resource counts); ip's
 # output (NETLINK_ROUTE) unchanged.
