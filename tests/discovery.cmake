@@ -59,6 +59,20 @@ if(UROCE_SANITIZE STREQUAL "thread")
   set_tests_properties(discovery_netlink PROPERTIES DISABLED TRUE)
 endif()
 
+# Under uroce-run, in a network namespace of its own: `rdma res show qp` (and -j, and one QP by
+# number) lists the QPs of three waiting pingpong servers with rxe's fields, the numbers they
+# print and their pids; `rdma res show` counts their objects; a SIGKILLed one's file is skipped
+# and removed, the others' go when they exit (res.sh).
+add_test(NAME discovery_res
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/discovery/res.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          ${CMAKE_CURRENT_SOURCE_DIR}/discovery/rxe-reference.txt)
+set_tests_properties(discovery_res PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                     ENVIRONMENT UROCE_UDP_PORT=29330 SKIP_RETURN_CODE 77
+                     PASS_REGULAR_EXPRESSION "res.sh: rdma res show lists every process")
+if(UROCE_SANITIZE STREQUAL "thread")
+  set_tests_properties(discovery_res PROPERTIES DISABLED TRUE)
+endif()
+
 # In a Docker container by default: Docker's capabilities and the refusals of its default
 # seccomp profile (io_uring, namespaces, mounts, clone3: support/docker_seccomp.c). The devices
 # are found and the data path runs (on epoll), with nothing but uroce-run.

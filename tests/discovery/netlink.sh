@@ -7,7 +7,7 @@
 #     and firmware as sysfs holds them;
 #   - `rdma link show` and `rdma -j link show` list port 1 of every device with rxe's fields,
 #     state, physical state and netdev as sysfs holds them;
-#   - `rdma res show` and `rdma system show` print rxe's fields;
+#   - `rdma res show` and `rdma system show` print rxe's fields (res.sh: the objects listed);
 #   - the socket and the other commands from a program of its own (netlink.py);
 #   - NETLINK_ROUTE is untouched: `ip link show`, `ip addr` and their -d and -j forms print the
 #     same with and without uroce-run.
@@ -101,7 +101,7 @@ for o in json.loads(sys.argv[1]):
 done
 
 # rdma res show: rxe's fields for each device, counts (every uroce process's of this user and
-# namespace, so not known here).
+# namespace: res.sh checks their values where no other process runs).
 rxe=$(rxe_says "rdma res show")
 out=$("$run" "$rdma" res show) || bad "rdma res show failed: $out"
 for d in $devs; do
