@@ -321,17 +321,31 @@ static uint64_t netns_ino(void)
 	return st.st_ino;
 }
 
-Test(resreg, other_namespaces_are_left_alone)
+Test(resreg, other_namespaces_are_not_listed)
 {
+	uint64_t pidns;
+	struct stat st;
+
+	cr_assert_eq(stat("/proc/self/ns/pid", &st), 0);
+	pidns = st.st_ino;
 	uroce_resreg_add("uroce_lo", UROCE_RES_CTX);
 	poke_header(getpid(), offsetof(struct resreg_hdr, netns_ino), 1);
 	cr_assert_eq(read_all().nrows, 0, "another network namespace's process is not listed");
-	cr_assert(exists(getpid()), "nor removed: it is not the reader's to judge");
+	cr_assert(exists(getpid()), "nor removed: it lives");
 	poke_header(getpid(), offsetof(struct resreg_hdr, netns_ino), netns_ino());
 	cr_assert_eq(read_all().nrows, 1);
+	/* another pid namespace's: its pid means nothing here, dead or alive */
 	poke_header(getpid(), offsetof(struct resreg_hdr, pidns_ino), 1);
 	cr_assert_eq(read_all().nrows, 0, "nor another pid namespace's");
-	cr_assert(exists(getpid()));
+	poke_header(getpid(), offsetof(struct resreg_hdr, start_time), 1);
+	cr_assert_eq(read_all().nrows, 0);
+	cr_assert(exists(getpid()), "whose file is not the reader's to judge");
+	/* a dead process of another network namespace (gone with it, perhaps): removed */
+	poke_header(getpid(), offsetof(struct resreg_hdr, pidns_ino), pidns);
+	poke_header(getpid(), offsetof(struct resreg_hdr, netns_ino), 1);
+	cr_assert_eq(read_all().nrows, 0);
+	cr_assert_not(exists(getpid()),
+		      "a dead process's file is removed whatever its network namespace");
 }
 
 Test(resreg, another_users_stale_file_is_not_removed)

@@ -158,21 +158,23 @@ static void read_file(const struct reader *rd, int dfd, const char *name)
 	if (f == MAP_FAILED)
 		return;
 	h = &f->hdr;
-	/* Another layout, one being made, or another namespace's process: not ours to judge. */
+	/* Another layout, one being made, or a process of another pid namespace, whose pid says
+	 * nothing here: not ours to judge. */
 	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != RESREG_MAGIC ||
 	    h->version != RESREG_VERSION || h->size != sizeof(*f) ||
-	    h->netns_dev != rd->netns_dev || h->netns_ino != rd->netns_ino ||
 	    h->pidns_dev != rd->pidns_dev || h->pidns_ino != rd->pidns_ino) {
 		munmap(f, sizeof(*f));
 		return;
 	}
-	if (uroce_resreg_start_time((pid_t)h->pid) == h->start_time) {
+	if (uroce_resreg_start_time((pid_t)h->pid) != h->start_time) {
+		/* Left by a process killed before its exit (SIGKILL), of any network namespace
+		 * (one that is gone has no reader of its own); the name is checked to be still this
+		 * file, not one a new process of the same pid has just made. */
+		if (st.st_uid == rd->uid && !fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) &&
+		    now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+			unlinkat(dfd, name, 0);
+	} else if (h->netns_dev == rd->netns_dev && h->netns_ino == rd->netns_ino) {
 		visit(rd, f);
-	} else if (st.st_uid == rd->uid && !fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) &&
-		   now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
-		/* Left by a process killed before its exit (SIGKILL); the name is checked to be
-		 * still this file, not one a new process of the same pid has just made. */
-		unlinkat(dfd, name, 0);
 	}
 	munmap(f, sizeof(*f));
 }
