@@ -40,6 +40,13 @@ uroce_test(test_nldev SOURCES test_nldev.c $<TARGET_OBJECTS:uroce_nldev> LABELS 
 target_include_directories(test_nldev PRIVATE ${IBVERBS_INCLUDE_DIRS})
 target_compile_definitions(test_nldev PRIVATE UROCE_VERSION="${PROJECT_VERSION}")
 
+# The resource registry (verbs-shim/resreg.h) that RES_GET and RES_QP_GET read: files made and
+# removed with the objects, killed processes and reused pids skipped and cleaned up, fork,
+# torn records, no folder.
+uroce_test(test_resreg SOURCES test_resreg.c ${PROJECT_SOURCE_DIR}/verbs-shim/resreg.c
+  $<TARGET_OBJECTS:uroce_resreg_read> LIBS Threads::Threads LABELS "shim")
+target_include_directories(test_resreg PRIVATE ${IBVERBS_INCLUDE_DIRS})
+
 # Under uroce-run: rdma dev/link/res/system show list every device with rxe's fields, as sysfs
 # holds them; the socket from Python (netlink.py, with pyverbs for the resource counts); ip's
 # output (NETLINK_ROUTE) unchanged.
@@ -50,6 +57,20 @@ set_tests_properties(discovery_netlink PROPERTIES LABELS "shim;integration" TIME
                      ENVIRONMENT UROCE_UDP_PORT=28726 PASS_REGULAR_EXPRESSION "^netlink.sh: rdma lists every uroce device")
 if(UROCE_SANITIZE STREQUAL "thread")
   set_tests_properties(discovery_netlink PROPERTIES DISABLED TRUE)
+endif()
+
+# Under uroce-run, in a network namespace of its own: `rdma res show qp` (and -j, and one QP by
+# number) lists the QPs of three waiting pingpong servers with rxe's fields, the numbers they
+# print and their pids; `rdma res show` counts their objects; a SIGKILLed one's file is skipped
+# and removed, the others' go when they exit (res.sh).
+add_test(NAME discovery_res
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/discovery/res.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+          ${CMAKE_CURRENT_SOURCE_DIR}/discovery/rxe-reference.txt)
+set_tests_properties(discovery_res PROPERTIES LABELS "shim;integration" TIMEOUT 120
+                     ENVIRONMENT UROCE_UDP_PORT=29330 SKIP_RETURN_CODE 77
+                     PASS_REGULAR_EXPRESSION "res.sh: rdma res show lists every process")
+if(UROCE_SANITIZE STREQUAL "thread")
+  set_tests_properties(discovery_res PROPERTIES DISABLED TRUE)
 endif()
 
 # In a Docker container by default: Docker's capabilities and the refusals of its default

@@ -37,7 +37,7 @@ static int collect(void *arg, const void *dgram, size_t len)
 static struct uroce_sysview_dev devs[64];
 static struct uroce_sysview sys = {devs, 1};
 static uint64_t res[64][UROCE_RES_NUM];
-static struct uroce_nldev_view view = {&sys, NULL};
+static struct uroce_nldev_view view = {&sys, NULL, NULL, 0};
 /* rdma's socket in the reference: NETLINK_CAP_ACK and NETLINK_EXT_ACK set. */
 static struct uroce_nldev_sock sock = {(uint32_t)-991831471, true, true, false};
 static struct uroce_nldev_counters cnt;
@@ -55,7 +55,7 @@ static void setup(void)
 	devs[0].ifflags = IFF_UP | IFF_RUNNING;
 	devs[0].guid = htobe64(0x505400fffe770002ull);
 	sys.ndevs = 1;
-	view.res = NULL;
+	view = (struct uroce_nldev_view){&sys, NULL, NULL, 0};
 	sock = (struct uroce_nldev_sock){(uint32_t)-991831471, true, true, false};
 	nout = 0;
 }
@@ -523,7 +523,7 @@ Test(nldev, unknown_unserved_and_admin_commands)
 
 	/* the kernel has it, uroce does not serve it: EOPNOTSUPP, with a message */
 	teardown();
-	req_start(&r, RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_REQUEST | NLM_F_DUMP, 1);
+	req_start(&r, RDMA_NLDEV_CMD_RES_CQ_GET, NLM_F_REQUEST | NLM_F_DUMP, 1);
 	req_u32(&r, RDMA_NLDEV_ATTR_DEV_INDEX, 0);
 	cr_assert_eq(answer(r.buf, r.len), 0);
 	uint16_t flags;
@@ -717,4 +717,302 @@ Test(nldev, random_requests_never_crash)
 		teardown();
 	}
 	cr_assert_gt(cnt.malformed, 0);
+}
+
+/*
+ * RDMA_NLDEV_CMD_RES_QP_GET. The QP of the reference's `rdma res show qp` ("link rxe0/1 lqpn
+ * 17 rqpn 0 type RC state INIT rq-psn 0 sq-psn 0 path-mig-state MIGRATED pdn 1 pid 908") as
+ * Linux 6.1's fill_res_qp_entry() and fill_res_qp_entry_query() put it: port, LQPN, PDN, PID,
+ * RQPN, RQ_PSN, SQ_PSN, PATH_MIG_STATE, TYPE, STATE (a nest of 84 bytes in a dump).
+ */
+static const uint8_t rxe_rc_qp_entry[] = {
+	0x08, 0x00, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, /* PORT_INDEX 1 */
+	0x08, 0x00, 0x15, 0x00, 0x11, 0x00, 0x00, 0x00, /* RES_LQPN 17 */
+	0x08, 0x00, 0x3c, 0x00, 0x01, 0x00, 0x00, 0x00, /* RES_PDN 1 */
+	0x08, 0x00, 0x1c, 0x00, 0x8c, 0x03, 0x00, 0x00, /* RES_PID 908 */
+	0x08, 0x00, 0x16, 0x00, 0x00, 0x00, 0x00, 0x00, /* RES_RQPN 0 */
+	0x08, 0x00, 0x17, 0x00, 0x00, 0x00, 0x00, 0x00, /* RES_RQ_PSN 0 */
+	0x08, 0x00, 0x18, 0x00, 0x00, 0x00, 0x00, 0x00, /* RES_SQ_PSN 0 */
+	0x05, 0x00, 0x19, 0x00, 0x00, 0x00, 0x00, 0x00, /* RES_PATH_MIG_STATE MIGRATED */
+	0x05, 0x00, 0x1a, 0x00, 0x02, 0x00, 0x00, 0x00, /* RES_TYPE RC */
+	0x05, 0x00, 0x1b, 0x00, 0x01, 0x00, 0x00, 0x00, /* RES_STATE INIT */
+};
+
+static struct uroce_nldev_qp qps[256];
+
+/* rxe0 (index 0) with the reference's RC QP 17 of pid 908, a UD QP 18 in RTS and an XRC target
+ * 19 never given a port (no PD); uroce_veth1 (index 1) with QP 40. */
+static void some_qps(void)
+{
+	strcpy(devs[1].name, "uroce_veth1");
+	devs[1].index = 1;
+	sys.ndevs = 2;
+	qps[0] = (struct uroce_nldev_qp){0,
+					 908,
+					 {.lqpn = 17,
+					  .pdn = 1,
+					  .has_pd = true,
+					  .port = 1,
+					  .type = IBV_QPT_RC,
+					  .state = IBV_QPS_INIT}};
+	qps[1] = (struct uroce_nldev_qp){0,
+					 909,
+					 {.lqpn = 18,
+					  .rqpn = 5,
+					  .rq_psn = 6,
+					  .sq_psn = 0x123,
+					  .pdn = 2,
+					  .has_pd = true,
+					  .port = 1,
+					  .type = IBV_QPT_UD,
+					  .state = IBV_QPS_RTS}};
+	qps[2] = (struct uroce_nldev_qp){0,
+					 909,
+					 {.lqpn = 19,
+					  .type = IBV_QPT_XRC_RECV,
+					  .state = IBV_QPS_RESET,
+					  .mig = IBV_MIG_ARMED}};
+	qps[3] = (struct uroce_nldev_qp){1,
+					 910,
+					 {.lqpn = 40,
+					  .pdn = 3,
+					  .has_pd = true,
+					  .port = 1,
+					  .type = IBV_QPT_UC,
+					  .state = IBV_QPS_RTR}};
+	view.qps = qps;
+	view.nqps = 4;
+}
+
+/* The entries of the RES_QP table of the message at @off of datagram @dgram, into @e (their
+ * payloads); returns how many. */
+static int qp_entries(int dgram, size_t off, const uint8_t **e, uint16_t *len, int max)
+{
+	struct nlmsghdr h = hdr_of(dgram, off);
+	size_t a = off + NLMSG_HDRLEN;
+	int n = 0;
+
+	while (a + NLA_HDRLEN <= off + h.nlmsg_len) {
+		const struct nlattr *t = (const void *)(out[dgram].buf + a);
+
+		if (t->nla_type == RDMA_NLDEV_ATTR_RES_QP) {
+			size_t p = a + NLA_HDRLEN;
+
+			cr_assert_eq(a + t->nla_len, off + h.nlmsg_len,
+				     "the table ends the message");
+			while (p < a + t->nla_len) {
+				const struct nlattr *q = (const void *)(out[dgram].buf + p);
+
+				cr_assert_eq(q->nla_type, RDMA_NLDEV_ATTR_RES_QP_ENTRY);
+				cr_assert_lt(n, max);
+				e[n] = out[dgram].buf + p + NLA_HDRLEN;
+				len[n++] = (uint16_t)(q->nla_len - NLA_HDRLEN);
+				p += NLA_ALIGN(q->nla_len);
+			}
+			return n;
+		}
+		a += NLA_ALIGN(t->nla_len);
+	}
+	cr_assert_fail("no RES_QP table");
+	return 0;
+}
+
+/* The u32 or u8 attribute @type of an entry (@len bytes at @e), or -1 if absent. */
+static int64_t entry_attr(const uint8_t *e, uint16_t len, uint16_t type)
+{
+	for (size_t p = 0; p + NLA_HDRLEN <= len;) {
+		struct nlattr a;
+		uint32_t v = 0;
+
+		memcpy(&a, e + p, sizeof(a));
+		if (a.nla_type == type) {
+			memcpy(&v, e + p + NLA_HDRLEN, a.nla_len - NLA_HDRLEN);
+			return v;
+		}
+		p += NLA_ALIGN(a.nla_len);
+	}
+	return -1;
+}
+
+/* A RES_QP_GET request for device @index, with @port unless 0, and @lqpn unless 0. */
+static void res_qp_req(struct req *r, uint16_t flags, uint32_t index, uint32_t port, uint32_t lqpn)
+{
+	req_start(r, RDMA_NLDEV_CMD_RES_QP_GET, flags, 7);
+	req_u32(r, RDMA_NLDEV_ATTR_DEV_INDEX, index);
+	if (port)
+		req_u32(r, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+	if (lqpn)
+		req_u32(r, RDMA_NLDEV_ATTR_RES_LQPN, lqpn);
+}
+
+Test(nldev, res_qp_dump_lists_a_devices_qps_as_the_kernel)
+{
+	const uint8_t *e[8];
+	uint16_t len[8];
+	struct req r;
+
+	some_qps();
+	/* iproute2's request: a dump with an acknowledgment asked, for one device */
+	res_qp_req(&r, NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP, 0, 0, 0);
+	cr_assert_eq(answer(r.buf, r.len), 0);
+	cr_assert_eq(nout, 2);
+	cr_assert_eq(hdr_of(0, 0).nlmsg_type,
+		     RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_RES_QP_GET));
+	cr_assert_eq(hdr_of(0, 0).nlmsg_flags, NLM_F_MULTI);
+	cr_assert_eq(hdr_of(0, 0).nlmsg_len, out[0].len);
+	cr_assert_eq(memcmp(out[0].buf + NLMSG_HDRLEN, rxe_dev_head, 20), 0, "the handle first");
+	cr_assert_eq(qp_entries(0, 0, e, len, 8), 3, "rxe0's three QPs, not uroce_veth1's");
+	cr_assert_eq(len[0], sizeof(rxe_rc_qp_entry));
+	cr_assert_eq(memcmp(e[0], rxe_rc_qp_entry, sizeof(rxe_rc_qp_entry)), 0);
+	/* UD: no remote QP, receive PSN or migration state */
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_LQPN), 18);
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_SQ_PSN), 0x123);
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_RQPN), -1);
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_RQ_PSN), -1);
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE), -1);
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_TYPE), IBV_QPT_UD);
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_STATE), IBV_QPS_RTS);
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_PID), 909);
+	/* XRC target before any port: no port, no PD; its migration state */
+	cr_assert_eq(entry_attr(e[2], len[2], RDMA_NLDEV_ATTR_PORT_INDEX), -1);
+	cr_assert_eq(entry_attr(e[2], len[2], RDMA_NLDEV_ATTR_RES_PDN), -1);
+	cr_assert_eq(entry_attr(e[2], len[2], RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE), IBV_MIG_ARMED);
+	cr_assert_eq(entry_attr(e[2], len[2], RDMA_NLDEV_ATTR_RES_TYPE), IBV_QPT_XRC_RECV);
+	/* the dump ends alone, unacknowledged */
+	cr_assert_eq(hdr_of(1, 0).nlmsg_type, NLMSG_DONE);
+	cr_assert_eq(out[1].len, NLMSG_HDRLEN + 4);
+
+	/* uroce_veth1's: its handle, its one QP */
+	teardown();
+	res_qp_req(&r, NLM_F_REQUEST | NLM_F_DUMP, 1, 0, 0);
+	cr_assert_eq(answer(r.buf, r.len), 0);
+	cr_assert_eq(nout, 2);
+	cr_assert_eq(qp_entries(0, 0, e, len, 8), 1);
+	cr_assert_eq(entry_attr(e[0], len[0], RDMA_NLDEV_ATTR_RES_LQPN), 40);
+	cr_assert_eq(entry_attr(e[0], len[0], RDMA_NLDEV_ATTR_RES_PID), 910);
+}
+
+Test(nldev, res_qp_dump_port_filter_errors_and_no_qps)
+{
+	const uint8_t *e[8];
+	uint16_t len[8];
+	struct req r;
+	int32_t err;
+
+	some_qps();
+	/* port 1: the QPs of port 1 only (the XRC target has none yet) */
+	res_qp_req(&r, NLM_F_REQUEST | NLM_F_DUMP, 0, 1, 0);
+	cr_assert_eq(answer(r.buf, r.len), 0);
+	cr_assert_eq(nout, 2);
+	cr_assert_eq(qp_entries(0, 0, e, len, 8), 2);
+	cr_assert_eq(entry_attr(e[1], len[1], RDMA_NLDEV_ATTR_RES_LQPN), 18);
+	/* errors in NLMSG_DONE: an invalid port, an unknown device, no device */
+	for (int c = 0; c < 3; c++) {
+		teardown();
+		if (c == 0)
+			res_qp_req(&r, NLM_F_REQUEST | NLM_F_DUMP, 0, 2, 0);
+		else if (c == 1)
+			res_qp_req(&r, NLM_F_REQUEST | NLM_F_DUMP, 7, 0, 0);
+		else
+			req_start(&r, RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_REQUEST | NLM_F_DUMP, 7);
+		cr_assert_eq(answer(r.buf, r.len), 0);
+		cr_assert_eq(nout, 1);
+		cr_assert_eq(hdr_of(0, 0).nlmsg_type, NLMSG_DONE);
+		memcpy(&err, out[0].buf + NLMSG_HDRLEN, sizeof(err));
+		cr_assert_eq(err, -EINVAL, "case %d", c);
+	}
+	/* a device without QPs: NLMSG_DONE alone */
+	teardown();
+	view.nqps = 0;
+	res_qp_req(&r, NLM_F_REQUEST | NLM_F_DUMP, 0, 0, 0);
+	cr_assert_eq(answer(r.buf, r.len), 0);
+	cr_assert_eq(nout, 1);
+	cr_assert_eq(hdr_of(0, 0).nlmsg_type, NLMSG_DONE);
+	memcpy(&err, out[0].buf + NLMSG_HDRLEN, sizeof(err));
+	cr_assert_eq(err, 0);
+	cr_assert_eq(cnt.unsupported, 0);
+}
+
+Test(nldev, res_qp_dump_continues_in_datagrams_of_goodsize)
+{
+	const uint8_t *e[64];
+	uint16_t len[64];
+	uint32_t next = 100;
+	struct req r;
+	int total = 0;
+
+	for (int i = 0; i < 200; i++)
+		qps[i] = (struct uroce_nldev_qp){0,
+						 1000 + (uint32_t)i,
+						 {.lqpn = 100 + (uint32_t)i,
+						  .has_pd = true,
+						  .port = 1,
+						  .type = IBV_QPT_RC,
+						  .state = IBV_QPS_RTS}};
+	view.qps = qps;
+	view.nqps = 200;
+	res_qp_req(&r, NLM_F_REQUEST | NLM_F_DUMP, 0, 0, 0);
+	cr_assert_eq(answer(r.buf, r.len), 0);
+	cr_assert_gt(nout, 3);
+	for (int d = 0; d < nout - 1; d++) {
+		int n;
+
+		cr_assert_leq(out[d].len, 3776);
+		cr_assert_eq(hdr_of(d, 0).nlmsg_len, out[d].len, "one message a datagram");
+		cr_assert_eq(memcmp(out[d].buf + NLMSG_HDRLEN, rxe_dev_head, 8), 0);
+		n = qp_entries(d, 0, e, len, 64);
+		cr_assert_gt(n, 0);
+		for (int k = 0; k < n; k++)
+			cr_assert_eq(entry_attr(e[k], len[k], RDMA_NLDEV_ATTR_RES_LQPN), next++);
+		total += n;
+	}
+	cr_assert_eq(total, 200, "every QP once, in order");
+	cr_assert_eq(hdr_of(nout - 1, 0).nlmsg_type, NLMSG_DONE);
+}
+
+Test(nldev, res_qp_doit_one_qp_flat_and_the_kernels_errors)
+{
+	struct nlmsghdr want = {(uint32_t)(NLMSG_HDRLEN + 20 + sizeof(rxe_rc_qp_entry)),
+				RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_RES_QP_GET), 0, 7,
+				(uint32_t)-991831471};
+	static const struct {
+		uint32_t index, port, lqpn;
+		bool no_index;
+		int err;
+	} bad[] = {
+		{0, 1, 0, false, -EINVAL},  /* no LQPN */
+		{0, 1, 17, true, -EINVAL},  /* no device */
+		{9, 1, 17, false, -EINVAL}, /* an unknown device */
+		{0, 0, 17, false, -EINVAL}, /* no port: a QP is a port's object */
+		{0, 2, 17, false, -EINVAL}, /* an invalid port */
+		{0, 1, 99, false, -ENOENT}, /* no such QP */
+		{0, 1, 40, false, -ENOENT}, /* another device's */
+		{0, 1, 19, false, -EAGAIN}, /* a QP without that port */
+	};
+	struct req r;
+
+	some_qps();
+	res_qp_req(&r, NLM_F_REQUEST | NLM_F_ACK, 0, 1, 17);
+	cr_assert_eq(answer(r.buf, r.len), 0);
+	cr_assert_eq(nout, 2);
+	cr_assert_eq(out[0].len, want.nlmsg_len);
+	cr_assert_eq(memcmp(out[0].buf, &want, sizeof(want)), 0);
+	cr_assert_eq(memcmp(out[0].buf + NLMSG_HDRLEN, rxe_dev_head, 20), 0);
+	cr_assert_eq(
+		memcmp(out[0].buf + NLMSG_HDRLEN + 20, rxe_rc_qp_entry, sizeof(rxe_rc_qp_entry)), 0,
+		"the entry's attributes, not nested");
+	cr_assert_eq(error_of(1, NULL), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		teardown();
+		if (bad[i].no_index) {
+			req_start(&r, RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_REQUEST, 7);
+			req_u32(&r, RDMA_NLDEV_ATTR_PORT_INDEX, bad[i].port);
+			req_u32(&r, RDMA_NLDEV_ATTR_RES_LQPN, bad[i].lqpn);
+		} else {
+			res_qp_req(&r, NLM_F_REQUEST, bad[i].index, bad[i].port, bad[i].lqpn);
+		}
+		cr_assert_eq(answer(r.buf, r.len), 0);
+		cr_assert_eq(nout, 1);
+		cr_assert_eq(error_of(0, NULL), bad[i].err, "case %zu", i);
+	}
 }

@@ -12,6 +12,7 @@
 #include "verbs-shim/objects.h"
 #include "verbs-shim/ops.h"
 #include "verbs-shim/port_events.h"
+#include "verbs-shim/resreg.h"
 #include "verbs-shim/xrcd.h"
 
 UROCE_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
@@ -126,13 +127,18 @@ UROCE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	context_ops(ctx);
 	/* Without a link listener the context works, only without port events (reported). */
 	ctx->port_events = !uroce_port_events_register(ctx);
-	uroce_res_add(context, UROCE_RES_CTX, 1);
+	ctx->res_tag = uroce_res_add(context, UROCE_RES_CTX);
 	return context;
 }
 
-UROCE_EXPORT void uroce_res_count(struct ibv_context *context, enum uroce_res r, int delta)
+UROCE_EXPORT uint32_t uroce_res_add(struct ibv_context *context, enum uroce_res r)
 {
-	uroce_res_add(context, r, delta);
+	return uroce_resreg_add(to_uctx(context)->dev->ibdev.name, r);
+}
+
+UROCE_EXPORT void uroce_res_del(struct ibv_context *context, enum uroce_res r, uint32_t tag)
+{
+	uroce_resreg_del(to_uctx(context)->dev->ibdev.name, r, tag);
 }
 
 UROCE_EXPORT int ibv_close_device(struct ibv_context *context)
@@ -142,7 +148,7 @@ UROCE_EXPORT int ibv_close_device(struct ibv_context *context)
 	/* Like rdma-core, objects still open on the context are the application's leak. */
 	if (ctx->port_events)
 		uroce_port_events_unregister(ctx);
-	uroce_res_add(context, UROCE_RES_CTX, -1);
+	uroce_res_del(context, UROCE_RES_CTX, ctx->res_tag);
 	close(context->cmd_fd);
 	uroce_evq_destroy(&ctx->async);
 	pthread_mutex_destroy(&context->mutex);

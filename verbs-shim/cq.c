@@ -360,7 +360,7 @@ static struct uroce_cq *cq_create(struct ibv_context *context, int cqe, void *cq
 		channel->refcnt++;
 		pthread_mutex_unlock(&context->mutex);
 	}
-	uroce_res_add(context, UROCE_RES_CQ, 1);
+	cq->res_tag = uroce_res_add(context, UROCE_RES_CQ);
 	return cq;
 }
 
@@ -452,7 +452,7 @@ UROCE_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		ibcq->channel->refcnt--;
 		pthread_mutex_unlock(&context->mutex);
 	}
-	uroce_res_add(context, UROCE_RES_CQ, -1);
+	uroce_res_del(context, UROCE_RES_CQ, cq->res_tag);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);

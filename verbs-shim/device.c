@@ -187,14 +187,3 @@ int uroce_device_find_gid(struct uroce_device *dev, const union ibv_gid *gid)
 	pthread_mutex_unlock(&dev->lock);
 	return found;
 }
-
-UROCE_EXPORT int uroce_res_summary(const char *name, uint64_t *counts, size_t n)
-{
-	struct uroce_device *dev = uroce_device_by_name(name);
-
-	if (!dev)
-		return ENODEV;
-	for (size_t i = 0; i < n; i++)
-		counts[i] = i < UROCE_RES_NUM ? atomic_load(&dev->res[i]) : 0;
-	return 0;
-}

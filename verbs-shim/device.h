@@ -49,16 +49,7 @@ struct uroce_device {
 	struct uroce_port_state port;
 	bool listed; /* present in the last scan */
 	struct uroce_device *next;
-	/* The objects of this process on the device, by kind: what RDMA netlink's resource
-	 * summary reports (uroce_res_summary). */
-	atomic_uint_least64_t res[UROCE_RES_NUM];
 };
-
-/* An object of kind @r was created (@delta 1) or destroyed (-1) on @dev. */
-static inline void uroce_device_res(struct uroce_device *dev, enum uroce_res r, int delta)
-{
-	atomic_fetch_add_explicit(&dev->res[r], (uint64_t)(int64_t)delta, memory_order_relaxed);
-}
 
 static inline struct uroce_device *to_udev(struct ibv_device *ibdev)
 {
@@ -87,15 +78,14 @@ int uroce_device_gid(struct uroce_device *dev, uint32_t index, union ibv_gid *gi
 int uroce_device_find_gid(struct uroce_device *dev, const union ibv_gid *gid);
 
 /*
- * The objects this process holds on the device named @name, by kind (enum uroce_res), into
- * @counts (@n entries; those past UROCE_RES_NUM are zeroed): the resource summary
- * liburoce-preload.so answers RDMA netlink's RDMA_NLDEV_CMD_RES_GET with, which it finds with
- * dlsym (version node UROCE_PRIVATE_1). Returns 0, or ENODEV for a name no device has.
+ * An object of kind @r was made on @context's device: count it in the process's resource
+ * registry (resreg.h), which RDMA netlink's RES_GET reads. Returns the tag to give
+ * uroce_res_del, 0 when it is not counted (never an error: a verb does not fail for it).
+ * Exported at UROCE_PRIVATE_1 for librdmacm's ids (UROCE_RES_CM_ID); context.c.
  */
-UROCE_EXPORT int uroce_res_summary(const char *name, uint64_t *counts, size_t n);
+UROCE_EXPORT uint32_t uroce_res_add(struct ibv_context *context, enum uroce_res r);
 
-/* An object of kind @r was created (@delta 1) or destroyed (-1) on @context's device: for
- * librdmacm's ids (UROCE_RES_CM_ID), at UROCE_PRIVATE_1 (context.c). */
-UROCE_EXPORT void uroce_res_count(struct ibv_context *context, enum uroce_res r, int delta);
+/* The object of kind @r counted with @tag on @context's device is gone. */
+UROCE_EXPORT void uroce_res_del(struct ibv_context *context, enum uroce_res r, uint32_t tag);
 
 #endif

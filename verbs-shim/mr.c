@@ -121,7 +121,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uin
 	mr->mr.lkey = index << 8 | key_byte();
 	mr->mr.rkey = mr->mr.lkey;
 	uroce_table_show(&mr_table, index, mr);
-	uroce_res_add(ibpd->context, UROCE_RES_MR, 1);
+	mr->res_tag = uroce_res_add(ibpd->context, UROCE_RES_MR);
 	return &mr->mr;
 }
 
@@ -150,7 +150,7 @@ UROCE_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	/* A packet that found the MR before it left the table is done with it (mr.h). */
 	uroce_engine_quiesce();
 	atomic_fetch_sub(&mr->pd->usecnt, 1);
-	uroce_res_add(ibmr->context, UROCE_RES_MR, -1);
+	uroce_res_del(ibmr->context, UROCE_RES_MR, mr->res_tag);
 	free(mr);
 	return 0;
 }

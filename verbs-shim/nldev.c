@@ -3,7 +3,8 @@
  * RDMA netlink for uroce's devices (nldev.h): the kernel's rdma_nl_rcv_skb() and
  * rdma_nl_rcv_msg() (drivers/infiniband/core/netlink.c), netlink_ack() and netlink_dump()
  * (net/netlink/af_netlink.c), and the nldev handlers uroce serves (drivers/infiniband/core/
- * nldev.c), with the attribute order of Linux 6.1's answers for rxe.
+ * nldev.c; the resource commands are nldev_res.c's), with the attribute order of Linux 6.1's
+ * answers for rxe.
  */
 #include "verbs-shim/nldev.h"
 
@@ -16,35 +17,21 @@
 #include "verbs-shim/iface.h"
 #include "verbs-shim/nldev_int.h"
 
-/* The answer being written: the request it is for, the datagram being filled, the output. */
-struct answer {
-	const struct uroce_nldev_view *v;
-	const struct uroce_nldev_sock *s;
-	struct uroce_nldev_counters *cnt;
-	uroce_nldev_emit_fn emit;
-	void *arg;
-	int err; /* the first error of emit or of an allocation; ends the answer */
-	const struct nlmsghdr *req;
-	struct uroce_nldev_ext ext;
-	uint8_t dgram[NLDEV_GOODSIZE];
-	size_t dgram_len;
-};
-
-static void emit(struct answer *an, const void *buf, size_t len)
+void nldev_emit(struct nldev_answer *an, const void *buf, size_t len)
 {
 	if (!an->err)
 		an->err = an->emit(an->arg, buf, len);
 }
 
-static void flush(struct answer *an)
+static void flush(struct nldev_answer *an)
 {
 	if (an->dgram_len)
-		emit(an, an->dgram, an->dgram_len);
+		nldev_emit(an, an->dgram, an->dgram_len);
 	an->dgram_len = 0;
 }
 
 /* A dump's message @b: into the datagram being filled, sending that one first when full. */
-static void dump_add(struct answer *an, const struct nlb *b)
+void nldev_dump_add(struct nldev_answer *an, const struct nlb *b)
 {
 	if (an->dgram_len + b->len > sizeof(an->dgram))
 		flush(an);
@@ -53,7 +40,7 @@ static void dump_add(struct answer *an, const struct nlb *b)
 }
 
 /* netlink_dump()'s end: the data, then NLMSG_DONE with the dump's errno, a datagram of its own. */
-static int dump_done(struct answer *an, int err)
+int nldev_dump_done(struct nldev_answer *an, int err)
 {
 	uint8_t buf[NLMSG_HDRLEN + sizeof(int32_t)];
 	struct nlb b = {buf, sizeof(buf), 0, 0, false};
@@ -66,7 +53,7 @@ static int dump_done(struct answer *an, int err)
 	if (p)
 		memcpy(p, &e, sizeof(e));
 	nlb_end(&b);
-	emit(an, buf, b.len);
+	nldev_emit(an, buf, b.len);
 	return -EINTR; /* the dump answered for itself: no acknowledgment */
 }
 
@@ -76,7 +63,7 @@ static int dump_done(struct answer *an, int err)
  * false) or the whole request, then, with NETLINK_EXT_ACK, the message and the bad attribute's
  * offset (NLM_F_ACK_TLVS; no NLMSGERR_ATTR_POLICY).
  */
-static void ack(struct answer *an, const struct nlmsghdr *h, int err, bool whole)
+static void ack(struct nldev_answer *an, const struct nlmsghdr *h, int err, bool whole)
 {
 	const struct uroce_nldev_sock *s = an->s;
 	bool capped = !err || s->cap_ack || !whole;
@@ -118,13 +105,13 @@ static void ack(struct answer *an, const struct nlmsghdr *h, int err, bool whole
 
 		memcpy(b.buf, &n, sizeof(n));
 	}
-	emit(an, b.buf, b.len);
+	nldev_emit(an, b.buf, b.len);
 	free(b.buf);
 }
 
 /* ib_device_get_by_index(): the device whose index (uverbs number) is @index, or NULL. */
-static const struct uroce_sysview_dev *dev_by_index(const struct uroce_nldev_view *v,
-						    uint32_t index, size_t *pos)
+const struct uroce_sysview_dev *nldev_dev_by_index(const struct uroce_nldev_view *v, uint32_t index,
+						   size_t *pos)
 {
 	for (int i = 0; i < v->sys->ndevs; i++)
 		if (v->sys->devs[i].index == index) {
@@ -136,7 +123,7 @@ static const struct uroce_sysview_dev *dev_by_index(const struct uroce_nldev_vie
 }
 
 /* fill_nldev_handle() */
-static void fill_handle(struct nlb *b, const struct uroce_sysview_dev *d)
+void nldev_fill_handle(struct nlb *b, const struct uroce_sysview_dev *d)
 {
 	nlb_put_u32(b, RDMA_NLDEV_ATTR_DEV_INDEX, d->index);
 	nlb_put_str(b, RDMA_NLDEV_ATTR_DEV_NAME, d->name);
@@ -150,7 +137,7 @@ static void fill_handle(struct nlb *b, const struct uroce_sysview_dev *d)
  */
 static void fill_dev_info(struct nlb *b, const struct uroce_sysview_dev *d)
 {
-	fill_handle(b, d);
+	nldev_fill_handle(b, d);
 	nlb_put_u32(b, RDMA_NLDEV_ATTR_PORT_INDEX, UROCE_PORT_NUM);
 	nlb_put_u64(b, RDMA_NLDEV_ATTR_CAP_FLAGS, UROCE_DEVICE_CAP_FLAGS);
 	if (UROCE_VERSION[0])
@@ -169,7 +156,7 @@ static void fill_dev_info(struct nlb *b, const struct uroce_sysview_dev *d)
  */
 static void fill_port_info(struct nlb *b, const struct uroce_sysview_dev *d, uint32_t port)
 {
-	fill_handle(b, d);
+	nldev_fill_handle(b, d);
 	nlb_put_u32(b, RDMA_NLDEV_ATTR_PORT_INDEX, port);
 	nlb_put_u8(b, RDMA_NLDEV_ATTR_PORT_STATE, (uint8_t)uroce_iface_port_state(d->ifflags));
 	nlb_put_u8(b, RDMA_NLDEV_ATTR_PORT_PHYS_STATE, uroce_iface_phys_state(d->ifflags));
@@ -179,65 +166,9 @@ static void fill_port_info(struct nlb *b, const struct uroce_sysview_dev *d, uin
 	}
 }
 
-/* fill_res_info(): the handle and a summary table, one entry per kind of object. */
-static void fill_res_info(struct nlb *b, const struct uroce_nldev_view *v, size_t pos)
-{
-	static const char *const names[UROCE_RES_NUM] = {
-		[UROCE_RES_PD] = "pd",       [UROCE_RES_CQ] = "cq", [UROCE_RES_QP] = "qp",
-		[UROCE_RES_CM_ID] = "cm_id", [UROCE_RES_MR] = "mr", [UROCE_RES_CTX] = "ctx",
-		[UROCE_RES_SRQ] = "srq",
-	};
-	size_t table, entry;
-
-	fill_handle(b, &v->sys->devs[pos]);
-	table = nlb_nest_start(b, RDMA_NLDEV_ATTR_RES_SUMMARY);
-	for (int i = 0; i < UROCE_RES_NUM; i++) {
-		entry = nlb_nest_start(b, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY);
-		nlb_put_str(b, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, names[i]);
-		nlb_put_u64(b, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR, v->res ? v->res[pos][i] : 0);
-		nlb_nest_end(b, entry);
-	}
-	nlb_nest_end(b, table);
-}
-
-/* rdma_nl_unicast() of a doit's one message, built by @fill into a datagram of its own. */
-#define REPLY(an, cmd, fill_call)                                                                  \
-	do {                                                                                       \
-		uint8_t buf_[NLDEV_MSG_MAX];                                                       \
-		struct nlb b_ = {buf_, sizeof(buf_), 0, 0, false};                                 \
-		struct nlb *b = &b_;                                                               \
-		nlb_start(b, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd), 0, (an)->req->nlmsg_seq,        \
-			  (an)->s->portid);                                                        \
-		fill_call;                                                                         \
-		nlb_end(b);                                                                        \
-		if (b->full)                                                                       \
-			return -EMSGSIZE;                                                          \
-		emit(an, buf_, b->len);                                                            \
-	} while (0)
-
-/* A dump's message for each device, built by @fill. */
-#define DUMP_EACH(an, cmd, fill_call)                                                              \
-	do {                                                                                       \
-		for (int i_ = 0; i_ < (an)->v->sys->ndevs; i_++) {                                 \
-			const struct uroce_sysview_dev *d = &(an)->v->sys->devs[i_];               \
-			size_t pos = (size_t)i_;                                                   \
-			uint8_t buf_[NLDEV_MSG_MAX];                                               \
-			struct nlb b_ = {buf_, sizeof(buf_), 0, 0, false};                         \
-			struct nlb *b = &b_;                                                       \
-			(void)d;                                                                   \
-			(void)pos;                                                                 \
-			nlb_start(b, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd), NLM_F_MULTI,            \
-				  (an)->req->nlmsg_seq, (an)->s->portid);                          \
-			fill_call;                                                                 \
-			nlb_end(b);                                                                \
-			if (!b->full)                                                              \
-				dump_add(an, b);                                                   \
-		}                                                                                  \
-	} while (0)
-
 /* The attributes of the request, liberally (nlmsg_parse_deprecated) or strictly; a refusal is
  * counted as malformed. */
-static int parse(struct answer *an, bool strict, const struct nlattr **tb)
+int nldev_parse_req(struct nldev_answer *an, bool strict, const struct nlattr **tb)
 {
 	int err = uroce_nldev_parse(an->req, strict, tb, &an->ext);
 
@@ -247,14 +178,14 @@ static int parse(struct answer *an, bool strict, const struct nlattr **tb)
 }
 
 /* nldev_get_doit() */
-static int get_doit(struct answer *an)
+static int get_doit(struct nldev_answer *an)
 {
 	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
 	const struct uroce_sysview_dev *d;
 
-	if (parse(an, false, tb) || !tb[RDMA_NLDEV_ATTR_DEV_INDEX])
+	if (nldev_parse_req(an, false, tb) || !tb[RDMA_NLDEV_ATTR_DEV_INDEX])
 		return -EINVAL;
-	d = dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), NULL);
+	d = nldev_dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), NULL);
 	if (!d)
 		return -EINVAL;
 	REPLY(an, RDMA_NLDEV_CMD_GET, fill_dev_info(b, d));
@@ -262,23 +193,23 @@ static int get_doit(struct answer *an)
 }
 
 /* nldev_get_dumpit(): every device; the request's attributes are not read. */
-static int get_dump(struct answer *an)
+static int get_dump(struct nldev_answer *an)
 {
 	DUMP_EACH(an, RDMA_NLDEV_CMD_GET, fill_dev_info(b, d));
-	return dump_done(an, 0);
+	return nldev_dump_done(an, 0);
 }
 
 /* nldev_port_get_doit(): the reply's type is RDMA_NLDEV_CMD_GET, as the kernel's is. */
-static int port_doit(struct answer *an)
+static int port_doit(struct nldev_answer *an)
 {
 	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
 	const struct uroce_sysview_dev *d;
 	uint32_t port;
 
-	if (parse(an, false, tb) || !tb[RDMA_NLDEV_ATTR_DEV_INDEX] ||
+	if (nldev_parse_req(an, false, tb) || !tb[RDMA_NLDEV_ATTR_DEV_INDEX] ||
 	    !tb[RDMA_NLDEV_ATTR_PORT_INDEX])
 		return -EINVAL;
-	d = dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), NULL);
+	d = nldev_dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), NULL);
 	if (!d)
 		return -EINVAL;
 	port = nla_get_u32_(tb[RDMA_NLDEV_ATTR_PORT_INDEX]);
@@ -289,16 +220,16 @@ static int port_doit(struct answer *an)
 }
 
 /* nldev_port_get_dumpit(): the ports of the device the request names; errors go in DONE. */
-static int port_dump(struct answer *an)
+static int port_dump(struct nldev_answer *an)
 {
 	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
 	const struct uroce_sysview_dev *dev;
 
-	if (parse(an, false, tb) || !tb[RDMA_NLDEV_ATTR_DEV_INDEX])
-		return dump_done(an, -EINVAL);
-	dev = dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), NULL);
+	if (nldev_parse_req(an, false, tb) || !tb[RDMA_NLDEV_ATTR_DEV_INDEX])
+		return nldev_dump_done(an, -EINVAL);
+	dev = nldev_dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), NULL);
 	if (!dev)
-		return dump_done(an, -EINVAL);
+		return nldev_dump_done(an, -EINVAL);
 	{
 		uint8_t buf[NLDEV_MSG_MAX];
 		struct nlb b = {buf, sizeof(buf), 0, 0, false};
@@ -308,30 +239,9 @@ static int port_dump(struct answer *an)
 		fill_port_info(&b, dev, UROCE_PORT_NUM);
 		nlb_end(&b);
 		if (!b.full)
-			dump_add(an, &b);
+			nldev_dump_add(an, &b);
 	}
-	return dump_done(an, 0);
-}
-
-/* nldev_res_get_doit() */
-static int res_doit(struct answer *an)
-{
-	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
-	size_t pos;
-
-	if (parse(an, false, tb) || !tb[RDMA_NLDEV_ATTR_DEV_INDEX])
-		return -EINVAL;
-	if (!dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), &pos))
-		return -EINVAL;
-	REPLY(an, RDMA_NLDEV_CMD_RES_GET, fill_res_info(b, an->v, pos));
-	return 0;
-}
-
-/* nldev_res_get_dumpit(): every device's summary. */
-static int res_dump(struct answer *an)
-{
-	DUMP_EACH(an, RDMA_NLDEV_CMD_RES_GET, fill_res_info(b, an->v, pos));
-	return dump_done(an, 0);
+	return nldev_dump_done(an, 0);
 }
 
 /*
@@ -340,10 +250,10 @@ static int res_dump(struct answer *an)
  * (ib_devices_shared_netns false: a device lives in one namespace); copy-on-fork is what
  * ibv_is_fork_initialized() says (IBV_FORK_UNNEEDED: nothing is pinned, a child's writes copy).
  */
-static int sys_doit(struct answer *an)
+static int sys_doit(struct nldev_answer *an)
 {
 	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
-	int err = parse(an, true, tb);
+	int err = nldev_parse_req(an, true, tb);
 
 	if (err)
 		return err;
@@ -363,7 +273,7 @@ static int sys_doit(struct answer *an)
  * /dev/infiniband/rdma_cm. Any other client, or one asked of the wrong kind of target, is
  * EOPNOTSUPP, as a client without the callback or not loaded (umad: not served).
  */
-static int chardev_doit(struct answer *an)
+static int chardev_doit(struct nldev_answer *an)
 {
 	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
 	const struct uroce_sysview_dev *d = NULL;
@@ -375,7 +285,7 @@ static int chardev_doit(struct answer *an)
 	bool has_port;
 	size_t n;
 
-	if (parse(an, true, tb) || !tb[RDMA_NLDEV_ATTR_CHARDEV_TYPE])
+	if (nldev_parse_req(an, true, tb) || !tb[RDMA_NLDEV_ATTR_CHARDEV_TYPE])
 		return -EINVAL;
 	/* nla_strscpy() */
 	t = tb[RDMA_NLDEV_ATTR_CHARDEV_TYPE];
@@ -386,7 +296,7 @@ static int chardev_doit(struct answer *an)
 	client[n] = '\0';
 	has_port = tb[RDMA_NLDEV_ATTR_PORT_INDEX] != NULL;
 	if (tb[RDMA_NLDEV_ATTR_DEV_INDEX]) {
-		d = dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), NULL);
+		d = nldev_dev_by_index(an->v, nla_get_u32_(tb[RDMA_NLDEV_ATTR_DEV_INDEX]), NULL);
 		if (!d)
 			return -EINVAL;
 		if (has_port && nla_get_u32_(tb[RDMA_NLDEV_ATTR_PORT_INDEX]) != UROCE_PORT_NUM)
@@ -421,8 +331,8 @@ static int chardev_doit(struct answer *an)
  * CAP_NET_ADMIN, and uroce's handlers (NULL: not served). */
 struct cmd {
 	bool doit, dump, admin;
-	int (*do_fn)(struct answer *);
-	int (*dump_fn)(struct answer *);
+	int (*do_fn)(struct nldev_answer *);
+	int (*dump_fn)(struct nldev_answer *);
 };
 
 /* clang-format off */
@@ -434,8 +344,8 @@ static const struct cmd cmds[RDMA_NLDEV_NUM_OPS] = {
 	[RDMA_NLDEV_CMD_PORT_GET]	 = { true, true, false, port_doit, port_dump },
 	[RDMA_NLDEV_CMD_SYS_GET]	 = { true, false, false, sys_doit, NULL },
 	[RDMA_NLDEV_CMD_SYS_SET]	 = { true, false, true, NULL, NULL },
-	[RDMA_NLDEV_CMD_RES_GET]	 = { true, true, false, res_doit, res_dump },
-	[RDMA_NLDEV_CMD_RES_QP_GET]	 = { true, true, false, NULL, NULL },
+	[RDMA_NLDEV_CMD_RES_GET]	 = { true, true, false, nldev_res_doit, nldev_res_dump },
+	[RDMA_NLDEV_CMD_RES_QP_GET]	 = { true, true, false, nldev_res_qp_doit, nldev_res_qp_dump },
 	[RDMA_NLDEV_CMD_RES_CM_ID_GET]	 = { true, true, false, NULL, NULL },
 	[RDMA_NLDEV_CMD_RES_CQ_GET]	 = { true, true, false, NULL, NULL },
 	[RDMA_NLDEV_CMD_RES_MR_GET]	 = { true, true, false, NULL, NULL },
@@ -456,7 +366,7 @@ static const struct cmd cmds[RDMA_NLDEV_NUM_OPS] = {
 #define NOT_SERVED_MSG "uroce does not serve this RDMA netlink command (docs/UNSUPPORTED.md)"
 
 /* rdma_nl_rcv_msg() for one request; -EINTR when a dump has answered for itself. */
-static int rcv_msg(struct answer *an)
+static int rcv_msg(struct nldev_answer *an)
 {
 	const struct nlmsghdr *h = an->req;
 	unsigned int client = RDMA_NL_GET_CLIENT(h->nlmsg_type);
@@ -485,7 +395,7 @@ static int rcv_msg(struct answer *an)
 }
 
 /* A header the kernel would drop unanswered: NLMSG_ERROR EINVAL for the @n bytes there are. */
-static void refuse_header(struct answer *an, const void *p, size_t n)
+static void refuse_header(struct nldev_answer *an, const void *p, size_t n)
 {
 	struct nlmsghdr h = {0};
 
@@ -500,13 +410,13 @@ int uroce_nldev_answer(const struct uroce_nldev_view *v, const struct uroce_nlde
 		       const void *req, size_t len, uroce_nldev_emit_fn emit_fn, void *arg,
 		       struct uroce_nldev_counters *cnt)
 {
-	struct answer *an = malloc(sizeof(*an));
+	struct nldev_answer *an = malloc(sizeof(*an));
 	const uint8_t *p = req;
 	int ret;
 
 	if (!an)
 		return ENOMEM;
-	*an = (struct answer){.v = v, .s = s, .cnt = cnt, .emit = emit_fn, .arg = arg};
+	*an = (struct nldev_answer){.v = v, .s = s, .cnt = cnt, .emit = emit_fn, .arg = arg};
 	if (len < NLMSG_HDRLEN)
 		refuse_header(an, p, len);
 	/* rdma_nl_rcv_skb(): each message of the datagram in turn. */

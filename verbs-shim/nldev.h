@@ -12,8 +12,10 @@
  *   RDMA_NLDEV_CMD_GET          doit and dump (fill_dev_info)
  *   RDMA_NLDEV_CMD_PORT_GET     doit and dump (fill_port_info; RoCE: no LID, SM LID, LMC,
  *                               CAP_FLAGS, which the kernel sends for InfiniBand ports only)
- *   RDMA_NLDEV_CMD_RES_GET      doit and dump (fill_res_info: the objects of the asking
- *                               process, which the caller counts, struct uroce_nldev_view)
+ *   RDMA_NLDEV_CMD_RES_GET      doit and dump (fill_res_info: the objects of every process
+ *                               the caller lists, struct uroce_nldev_view)
+ *   RDMA_NLDEV_CMD_RES_QP_GET   doit and dump (res_get_common_doit/_dumpit with
+ *                               fill_res_qp_entry: the caller's QPs, with their processes)
  *   RDMA_NLDEV_CMD_SYS_GET      doit (nldev_sys_get_doit)
  *   RDMA_NLDEV_CMD_GET_CHARDEV  doit: "uverbs" of a device, "rdma_cm" (nldev_get_chardev)
  * The kernel's other NLDEV commands answer EOPNOTSUPP (EPERM first for those the kernel keeps
@@ -31,6 +33,7 @@
 #include <rdma/rdma_netlink.h>
 
 #include "verbs-shim/caps.h"
+#include "verbs-shim/resreg.h"
 #include "verbs-shim/sysview.h"
 
 /* What the answer takes from the socket that asked. */
@@ -41,11 +44,23 @@ struct uroce_nldev_sock {
 	bool net_admin;  /* the opener had CAP_NET_ADMIN (the kernel's RDMA_NL_ADMIN_PERM) */
 };
 
-/* The devices, as sysfs shows them, and what the asking process holds on each. */
+/* One QP of a process, on the device sys->devs[dev]. */
+struct uroce_nldev_qp {
+	size_t dev;
+	uint32_t pid;
+	struct uroce_res_qp qp;
+};
+
+/* The devices, as sysfs shows them, and what the processes of the registry (resreg.h) hold on
+ * each. */
 struct uroce_nldev_view {
 	const struct uroce_sysview *sys;
-	/* res[i]: the objects on sys->devs[i] (enum uroce_res); NULL: none */
+	/* res[i]: the objects on sys->devs[i] (enum uroce_res), of all processes; NULL: none */
 	const uint64_t (*res)[UROCE_RES_NUM];
+	/* The QPs, by device (ascending dev), then by lqpn (ascending), as the kernel's restrack
+	 * keeps them (an xarray indexed by QP number); nqps of them. */
+	const struct uroce_nldev_qp *qps;
+	size_t nqps;
 };
 
 /* Counters of one socket's requests (the caller's to keep). */

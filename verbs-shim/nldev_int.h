@@ -137,4 +137,81 @@ static inline uint32_t nla_get_u32_(const struct nlattr *a)
 	return v;
 }
 
+/* The answer being written: the request it is for, the datagram being filled, the output. */
+struct nldev_answer {
+	const struct uroce_nldev_view *v;
+	const struct uroce_nldev_sock *s;
+	struct uroce_nldev_counters *cnt;
+	uroce_nldev_emit_fn emit;
+	void *arg;
+	int err; /* the first error of emit or of an allocation; ends the answer */
+	const struct nlmsghdr *req;
+	struct uroce_nldev_ext ext;
+	uint8_t dgram[NLDEV_GOODSIZE];
+	size_t dgram_len;
+};
+
+/* One datagram of the answer to its receiver, unless an earlier one failed. */
+void nldev_emit(struct nldev_answer *an, const void *buf, size_t len);
+
+/* A dump's message @b: into the datagram being filled, sending that one first when full. */
+void nldev_dump_add(struct nldev_answer *an, const struct nlb *b);
+
+/* netlink_dump()'s end: the data, then NLMSG_DONE with the dump's errno @err, a datagram of its
+ * own. Returns -EINTR: the dump answered for itself (no acknowledgment). */
+int nldev_dump_done(struct nldev_answer *an, int err);
+
+/* The request's attributes, liberally (nlmsg_parse_deprecated) or @strict; a refusal is counted
+ * as malformed. Returns 0 or the kernel's negative errno. */
+int nldev_parse_req(struct nldev_answer *an, bool strict, const struct nlattr **tb);
+
+/* ib_device_get_by_index(): the device whose index (uverbs number) is @index, its position in
+ * *pos when @pos is not NULL; NULL if none. */
+const struct uroce_sysview_dev *nldev_dev_by_index(const struct uroce_nldev_view *v, uint32_t index,
+						   size_t *pos);
+
+/* fill_nldev_handle(): the device's index and name. */
+void nldev_fill_handle(struct nlb *b, const struct uroce_sysview_dev *d);
+
+/* The resource commands (nldev_res.c): RES_GET's summaries and RES_QP_GET's QPs. */
+int nldev_res_doit(struct nldev_answer *an);
+int nldev_res_dump(struct nldev_answer *an);
+int nldev_res_qp_doit(struct nldev_answer *an);
+int nldev_res_qp_dump(struct nldev_answer *an);
+
+/* rdma_nl_unicast() of a doit's one message, built by @fill into a datagram of its own. */
+#define REPLY(an, cmd, fill_call)                                                                  \
+	do {                                                                                       \
+		uint8_t buf_[NLDEV_MSG_MAX];                                                       \
+		struct nlb b_ = {buf_, sizeof(buf_), 0, 0, false};                                 \
+		struct nlb *b = &b_;                                                               \
+		nlb_start(b, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd), 0, (an)->req->nlmsg_seq,        \
+			  (an)->s->portid);                                                        \
+		fill_call;                                                                         \
+		nlb_end(b);                                                                        \
+		if (b->full)                                                                       \
+			return -EMSGSIZE;                                                          \
+		nldev_emit(an, buf_, b->len);                                                      \
+	} while (0)
+
+/* A dump's message for each device, built by @fill. */
+#define DUMP_EACH(an, cmd, fill_call)                                                              \
+	do {                                                                                       \
+		for (int i_ = 0; i_ < (an)->v->sys->ndevs; i_++) {                                 \
+			const struct uroce_sysview_dev *d = &(an)->v->sys->devs[i_];               \
+			size_t pos = (size_t)i_;                                                   \
+			uint8_t buf_[NLDEV_MSG_MAX];                                               \
+			struct nlb b_ = {buf_, sizeof(buf_), 0, 0, false};                         \
+			struct nlb *b = &b_;                                                       \
+			(void)d;                                                                   \
+			(void)pos;                                                                 \
+			nlb_start(b, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd), NLM_F_MULTI,            \
+				  (an)->req->nlmsg_seq, (an)->s->portid);                          \
+			fill_call;                                                                 \
+			nlb_end(b);                                                                \
+			if (!b->full)                                                              \
+				nldev_dump_add(an, b);                                             \
+		}                                                                                  \
+	} while (0)
+
 #endif

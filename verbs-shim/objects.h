@@ -24,6 +24,7 @@
 #include "verbs-shim/device.h"
 #include "verbs-shim/evq.h"
 #include "verbs-shim/export.h"
+#include "verbs-shim/resreg.h"
 #include "transport/wq.h"
 
 struct uroce_context {
@@ -31,19 +32,22 @@ struct uroce_context {
 	struct uroce_device *dev;
 	struct uroce_evq async; /* behind context.async_fd */
 	bool port_events;       /* registered for port events (port_events.h) */
+	uint32_t res_tag;       /* its count in the registry (uroce_res_add) */
 };
 
 struct uroce_pd {
 	struct ibv_pd pd;
 	atomic_uint usecnt; /* MRs, QPs, SRQs and AHs on it */
+	uint32_t res_tag;   /* its count in the registry (uroce_res_add) */
 };
 
 struct uroce_mr {
 	struct ibv_mr mr;
 	struct uroce_pd *pd;
-	uint64_t iova;  /* address the peer names byte 0 with (0 for ZERO_BASED) */
-	int access;     /* IBV_ACCESS_* without the optional bits */
-	uint32_t index; /* in the MR table; lkey == rkey == index << 8 | key byte */
+	uint64_t iova;    /* address the peer names byte 0 with (0 for ZERO_BASED) */
+	int access;       /* IBV_ACCESS_* without the optional bits */
+	uint32_t index;   /* in the MR table; lkey == rkey == index << 8 | key byte */
+	uint32_t res_tag; /* its count in the registry (uroce_res_add) */
 };
 
 struct uroce_channel {
@@ -82,6 +86,7 @@ struct uroce_cq {
 	/* events handed to the application, under cqx.mutex (compared with *_events_completed) */
 	uint32_t comp_events_reported;
 	uint32_t async_events_reported;
+	uint32_t res_tag; /* its count in the registry (uroce_res_add) */
 };
 
 struct uroce_ah {
@@ -104,6 +109,7 @@ struct uroce_srq {
 	uint32_t limit;                 /* srq_limit: 0 = not armed */
 	atomic_uint usecnt;             /* QPs using it */
 	uint32_t async_events_reported; /* under srq.mutex */
+	uint32_t res_tag;               /* its count in the registry (uroce_res_add) */
 };
 
 struct uroce_qp {
@@ -140,17 +146,12 @@ struct uroce_qp {
 	atomic_bool
 		drain_due; /* set under lock: packets came in since the last drain (engine_rx.c) */
 	uint32_t async_events_reported; /* under qpx.qp_base.mutex */
+	struct uroce_resreg_qp reg;     /* its count and record in the registry, under lock */
 };
 
 static inline struct uroce_context *to_uctx(struct ibv_context *ctx)
 {
 	return uroce_container_of(ctx, struct uroce_context, vctx.context);
-}
-
-/* An object of kind @r was created (@delta 1) or destroyed (-1) on @ctx's device. */
-static inline void uroce_res_add(struct ibv_context *ctx, enum uroce_res r, int delta)
-{
-	uroce_device_res(to_uctx(ctx)->dev, r, delta);
 }
 
 static inline struct uroce_pd *to_upd(struct ibv_pd *pd)
@@ -193,6 +194,36 @@ static inline struct uroce_qp *to_uqp(struct ibv_qp *qp)
 	return uroce_container_of((struct ibv_qp_ex *)qp, struct uroce_qp, qpx);
 }
 
+/* The QP as RDMA netlink lists it (the kernel's fill_res_qp_entry() reads ib_query_qp()'s
+ * attributes, which are these), from its current attributes. */
+static inline void uroce_qp_res_info(const struct uroce_qp *qp, struct uroce_res_qp *r)
+{
+	const struct ibv_qp *base = &qp->qpx.qp_base;
+
+	*r = (struct uroce_res_qp){
+		.lqpn = base->qp_num,
+		.rqpn = qp->attr.dest_qp_num,
+		.rq_psn = qp->attr.rq_psn,
+		.sq_psn = qp->attr.sq_psn,
+		.pdn = qp->pd ? qp->pd->pd.handle : 0,
+		.has_pd = qp->pd != NULL,
+		.port = qp->attr.port_num,
+		.type = (uint8_t)base->qp_type,
+		.state = (uint8_t)qp->attr.qp_state,
+		.mig = (uint8_t)qp->attr.path_mig_state,
+	};
+}
+
+/* Rewrite the QP's record in the registry after its attributes changed. Under qp->lock (or
+ * before the QP is visible). */
+static inline void uroce_qp_res_publish(struct uroce_qp *qp)
+{
+	struct uroce_res_qp r;
+
+	uroce_qp_res_info(qp, &r);
+	uroce_resreg_qp_set(&qp->reg, &r);
+}
+
 /*
  * Set the QP's state, as the verbs see it, in its one place: qpx.qp_base.state (rdma-core's
  * struct ibv_qp, which applications may read directly) and the copies ibv_query_qp reports
@@ -205,6 +236,7 @@ static inline void uroce_qp_set_state(struct uroce_qp *qp, enum ibv_qp_state sta
 	qp->qpx.qp_base.state = state;
 	qp->attr.qp_state = state;
 	qp->attr.cur_qp_state = state;
+	uroce_qp_res_publish(qp);
 }
 
 static inline struct uroce_qp *to_uqp_ex(struct ibv_qp_ex *qp)

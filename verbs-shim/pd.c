@@ -17,7 +17,7 @@ UROCE_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	}
 	pd->pd.context = context;
 	pd->pd.handle = atomic_fetch_add(&next_handle, 1);
-	uroce_res_add(context, UROCE_RES_PD, 1);
+	pd->res_tag = uroce_res_add(context, UROCE_RES_PD);
 	return &pd->pd;
 }
 
@@ -28,7 +28,7 @@ UROCE_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	/* The kernel refuses while MRs, QPs, SRQs or AHs still use the PD. */
 	if (atomic_load(&pd->usecnt))
 		return EBUSY;
-	uroce_res_add(ibpd->context, UROCE_RES_PD, -1);
+	uroce_res_del(ibpd->context, UROCE_RES_PD, pd->res_tag);
 	free(pd);
 	return 0;
 }

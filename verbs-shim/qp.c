@@ -111,6 +111,7 @@ static void qp_free(struct uroce_qp *qp)
 static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
 	struct ibv_qp_cap *cap = &attr->cap;
+	struct uroce_res_qp res;
 	struct uroce_qp *qp;
 	struct ibv_qp *base;
 	uint32_t index, qpn;
@@ -194,7 +195,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	pthread_mutex_init(&base->mutex, NULL);
 	pthread_cond_init(&base->cond, NULL);
 	uroce_qp_ex_init(qp);
-	uroce_res_add(context, UROCE_RES_QP, 1);
+	uroce_qp_res_info(qp, &res);
+	uroce_resreg_qp_add(&qp->reg, to_uctx(context)->dev->ibdev.name, &res);
 	return base;
 }
 
@@ -247,7 +249,7 @@ UROCE_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->xrc)
 		uroce_xrc_domain_del_tgt(qp->xrc, qp);
 	uses(qp, false);
-	uroce_res_add(ibqp->context, UROCE_RES_QP, -1);
+	uroce_resreg_qp_del(&qp->reg, qp->ctx->dev->ibdev.name);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);

@@ -49,7 +49,7 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 	srq->srq.pd = pd;
 	pthread_mutex_init(&srq->srq.mutex, NULL);
 	pthread_cond_init(&srq->srq.cond, NULL);
-	uroce_res_add(pd->context, UROCE_RES_SRQ, 1);
+	srq->res_tag = uroce_res_add(pd->context, UROCE_RES_SRQ);
 	return &srq->srq;
 }
 
@@ -187,7 +187,7 @@ UROCE_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	uroce_async_drain(to_uctx(ibsrq->context), ibsrq, &ibsrq->mutex, &ibsrq->cond,
 			  &ibsrq->events_completed, &srq->async_events_reported);
 	atomic_fetch_sub(&srq->pd->usecnt, 1);
-	uroce_res_add(ibsrq->context, UROCE_RES_SRQ, -1);
+	uroce_res_del(ibsrq->context, UROCE_RES_SRQ, srq->res_tag);
 	roce_wq_free(&srq->rq);
 	pthread_mutex_destroy(&srq->lock);
 	pthread_cond_destroy(&ibsrq->cond);

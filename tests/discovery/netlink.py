@@ -11,8 +11,10 @@ socket, bind, sendto, recvfrom, as C programs do):
     outlives one close; answers left unread overrun it (ENOBUFS once);
   - RDMA_NLDEV_CMD_GET (dump), PORT_GET, GET_CHARDEV, RES_GET against sysfs and /dev: the
     index is the uverbs number, GUIDs, port state, netdev, the device node's numbers and ABI;
-  - RES_GET counts this process's objects: a context, a PD and a CQ opened with pyverbs, an
-    rdma_cm id bound to the address of a device other than uroce_lo;
+  - RES_GET counts this process's objects among every process's: a context, a PD and a CQ
+    opened with pyverbs, an rdma_cm id bound to the address of a device other than uroce_lo;
+  - RES_QP_GET lists this process's QP (dump and doit) with its pid, type, state and port,
+    and not once destroyed (ENOENT);
   - the kernel's errors: an unknown device, an unknown command, one uroce does not serve, a
     datagram shorter than a header;
   - NETLINK_ROUTE still reaches the kernel.
@@ -33,6 +35,7 @@ import pyverbs.device as d
 from pyverbs.cmid import CMID, AddrInfo, CMEventChannel
 from pyverbs.cq import CQ
 from pyverbs.pd import PD
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 
 # <linux/netlink.h>, <rdma/rdma_netlink.h>
 NETLINK_RDMA = 20
@@ -41,8 +44,10 @@ NETLINK_CAP_ACK, NETLINK_EXT_ACK = 10, 11
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 1, 4, 0x300
 CMD_GET, CMD_PORT_GET, CMD_SYS_GET, CMD_RES_GET, CMD_GET_CHARDEV, CMD_STAT_GET = 1, 5, 6, 9, 15, 17
+CMD_RES_QP_GET = 10
 A_DEV_INDEX, A_DEV_NAME, A_PORT_INDEX, A_FW_VERSION, A_NODE_GUID, A_SYS_IMAGE_GUID = 1, 2, 3, 5, 6, 7
 A_PORT_STATE, A_PORT_PHYS_STATE, A_RES_SUMMARY = 12, 13, 15
+A_RES_QP, A_RES_LQPN, A_RES_TYPE, A_RES_STATE, A_RES_PID = 19, 21, 26, 27, 28
 A_NDEV_INDEX, A_NDEV_NAME = 50, 51
 A_NETNS_MODE, A_CHARDEV_TYPE, A_CHARDEV_NAME, A_CHARDEV_ABI, A_CHARDEV = 66, 69, 70, 71, 72
 A_COPY_ON_FORK = 93
@@ -204,21 +209,90 @@ def summary(index):
     return out
 
 
+def without_others(trial):
+    """Run @trial (it returns its differences) until it finds none, at most 20 times: the
+    counts are every process's of this user and namespace (the registry, resreg.h), and other
+    uroce processes may make or drop objects meanwhile. Keeps the last try's differences."""
+    for _ in range(20):
+        diffs = trial()
+        if not diffs:
+            return
+    fails.extend(diffs)
+
+
+def differences(what, got, want):
+    return [] if got == want else [f"{what}: {got!r}, want {want!r}"]
+
+
 # This process's objects, counted on their device.
 dev0 = d.get_device_list()[0]
 name0 = dev0.name.decode()
-before = summary(uverbs[name0])
-check("summary names", list(before), ["pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"])
+check("summary names", list(summary(uverbs[name0])), ["pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"])
+
+
+def own_objects():
+    before = summary(uverbs[name0])
+    ctx = d.Context(name=name0)
+    pd = PD(ctx)
+    cq = CQ(ctx, 8)
+    during = summary(uverbs[name0])
+    cq.close()
+    pd.close()
+    ctx.close()
+    diffs = []
+    for k, more in (("ctx", 1), ("pd", 1), ("cq", 1), ("qp", 0)):
+        diffs += differences(f"{name0}: {k} with a context, PD and CQ", during[k], before[k] + more)
+    return diffs + differences(f"{name0}: summary after closing them", summary(uverbs[name0]), before)
+
+
+without_others(own_objects)
+
+def my_qps(index):
+    """{lqpn: entry attributes} of this process's QPs in RES_QP_GET's dump of device @index."""
+    out = {}
+    for t, f, p in nl.ask(CMD_RES_QP_GET, NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP,
+                          attr(A_DEV_INDEX, struct.pack("=I", index))):
+        if t != nl_type(CMD_RES_QP_GET):
+            continue
+        table, off = attrs(p)[A_RES_QP], 0
+        while off + 4 <= len(table):
+            n, _ = struct.unpack_from("=HH", table, off)
+            e = attrs(table[off + 4 : off + n])
+            if u32(e[A_RES_PID]) == os.getpid():
+                out[u32(e[A_RES_LQPN])] = e
+            off += (n + 3) & ~3
+    return out
+
+
+# This process's QP in RES_QP_GET, dump and doit: its number, type and state, from creation
+# (no port yet) to INIT on port 1, and gone once destroyed.
 ctx = d.Context(name=name0)
 pd = PD(ctx)
 cq = CQ(ctx, 8)
-during = summary(uverbs[name0])
-for k, more in (("ctx", 1), ("pd", 1), ("cq", 1), ("qp", 0)):
-    check(f"{name0}: {k} with a context, PD and CQ", during[k], before[k] + more)
+qp = QP(pd, QPInitAttr(qp_type=2, scq=cq, rcq=cq, cap=QPCap(max_send_wr=1, max_recv_wr=1)))
+mine = my_qps(uverbs[name0])
+check("my QPs when created", list(mine), [qp.qp_num])
+e = mine.get(qp.qp_num, {})
+check("a new QP: no port, type RC, state RESET",
+      (A_PORT_INDEX in e, e.get(A_RES_TYPE, b"?")[:1], e.get(A_RES_STATE, b"?")[:1]), (False, b"\x02", b"\x00"))
+qp.to_init(QPAttr(port_num=1))
+e = my_qps(uverbs[name0]).get(qp.qp_num, {})
+check("in INIT: port 1, state INIT", (u32(e.get(A_PORT_INDEX, b"\0" * 4)), e.get(A_RES_STATE, b"?")[:1]), (1, b"\x01"))
+one = nl.ask(CMD_RES_QP_GET, NLM_F_REQUEST, attr(A_DEV_INDEX, struct.pack("=I", uverbs[name0])) +
+             attr(A_PORT_INDEX, struct.pack("=I", 1)) + attr(A_RES_LQPN, struct.pack("=I", qp.qp_num)))
+a = attrs(one[0][2])
+check("RES_QP_GET of my QP", (one[0][0], u32(a.get(A_RES_LQPN, b"\0" * 4)), u32(a.get(A_RES_PID, b"\0" * 4))),
+      (nl_type(CMD_RES_QP_GET), qp.qp_num, os.getpid()))
+qpn = qp.qp_num
+qp.close()
+check("my QPs once destroyed", list(my_qps(uverbs[name0])), [])
+check("RES_QP_GET of a destroyed QP",
+      nl.error(CMD_RES_QP_GET, NLM_F_REQUEST, attr(A_DEV_INDEX, struct.pack("=I", uverbs[name0])) +
+               attr(A_PORT_INDEX, struct.pack("=I", 1)) + attr(A_RES_LQPN, struct.pack("=I", qpn))),
+      -errno.ENOENT)
 cq.close()
 pd.close()
 ctx.close()
-check(f"{name0}: summary after closing them", summary(uverbs[name0]), before)
 
 # An rdma_cm id bound to an address is counted on the device holding it, and on no other. (Not
 # tried: 127.0.0.1, which binds no device, as the kernel's rdma_cm counts loopback addresses as
@@ -237,17 +311,24 @@ held = [(n, ipv4_of(i[0])[0]) for n in uverbs
         for i in [os.listdir(f"/sys/class/infiniband/{n}/device/net")]
         if i != ["lo"] and ipv4_of(i[0])]
 check("a uroce device besides uroce_lo with an IPv4 address", bool(held), True)
-for where, at in held[:1]:
+
+
+def bound_id(where, at):
     before = cm_ids()
     channel = CMEventChannel()
     cmid = CMID(creator=channel, port_space=ce.RDMA_PS_TCP)
     cmid.bind_addr(AddrInfo(src=at, src_service="0", port_space=ce.RDMA_PS_TCP,
                             flags=ce.RAI_PASSIVE))
-    want = {n: c + (n == where) for n, c in before.items()}
-    check(f"cm_id counts with an id bound to {at}", cm_ids(), want)
+    during = cm_ids()
     cmid.close()
     channel.close()
-    check(f"cm_id counts after closing the id bound to {at}", cm_ids(), before)
+    want = {n: c + (n == where) for n, c in before.items()}
+    return (differences(f"cm_id counts with an id bound to {at}", during, want) +
+            differences(f"cm_id counts after closing the id bound to {at}", cm_ids(), before))
+
+
+for where, at in held[:1]:
+    without_others(lambda: bound_id(where, at))
 
 # The kernel's errors.
 check("an unknown device", nl.error(CMD_GET, NLM_F_REQUEST, attr(A_DEV_INDEX, struct.pack("=I", 4242))), -errno.EINVAL)

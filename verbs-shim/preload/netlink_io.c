@@ -2,7 +2,8 @@
 /*
  * RDMA netlink's requests and answers (netlink.c says what is emulated): a request sent on an
  * emulated socket (sendto, send, sendmsg, write, writev) is netlink_sendmsg()'s to the kernel,
- * answered at once (nldev.h) from the devices of view.h into the socket's other end, one
+ * answered at once (nldev.h) from the devices of view.h, and for the resource commands the
+ * objects of the registry (resreg.h), into the socket's other end, one
  * datagram per skb the kernel would queue; receiving (recvmsg, recvfrom, recv, read, readv and
  * the fortified forms) is the C library's on the program's end, with the kernel's address and
  * netlink_overrun()'s ENOBUFS.
@@ -14,10 +15,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "verbs-shim/device.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/preload/netlink_int.h"
 #include "verbs-shim/preload/real.h"
+#include "verbs-shim/resreg.h"
 #include "verbs-shim/preload/view.h"
 
 /* The fortified entry points of <sys/socket.h> (_FORTIFY_SOURCE), which do not call the plain
@@ -43,34 +44,125 @@ static int emit_dgram(void *arg, const void *buf, size_t len)
 
 typedef uint64_t res_row[UROCE_RES_NUM];
 
-/*
- * What the asking process holds on each device, when it has uroce's libibverbs loaded: in the
- * global scope, or privately (a Python extension's, dlopen'ed RTLD_LOCAL), which RTLD_NOLOAD
- * finds without loading anything.
- */
-static res_row *res_counts(const struct uroce_sysview_dev *devs, int n)
-{
-	__typeof__(uroce_res_summary) *fn = dlsym(RTLD_DEFAULT, "uroce_res_summary");
-	void *lib = NULL;
-	res_row *res = NULL;
+/* What the registry's processes hold on the devices of one answer. */
+struct collected {
+	const struct uroce_sysview_dev *devs;
+	int ndevs;
+	res_row *res;               /* per device */
+	struct uroce_nldev_qp *qps; /* unsorted as read */
+	size_t nqps, cap;
+	bool no_memory;
+};
 
-	if (!fn && (lib = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD)))
-		fn = dlsym(lib, "uroce_res_summary");
-	if (fn && n > 0 && (res = calloc((size_t)n, sizeof(*res))))
-		for (int i = 0; i < n; i++)
-			fn(devs[i].name, res[i], UROCE_RES_NUM);
-	if (lib)
-		dlclose(lib);
-	return res;
+/* The position of the device named @name in the answer's devices, or -1 (a device gone since,
+ * or of an interface this process does not see). */
+static int dev_pos(const struct collected *c, const char *name)
+{
+	for (int i = 0; i < c->ndevs; i++)
+		if (!strcmp(c->devs[i].name, name))
+			return i;
+	return -1;
+}
+
+static void add_counts(void *arg, uint32_t pid, const char *dev,
+		       const uint64_t count[UROCE_RES_NUM])
+{
+	struct collected *c = arg;
+	int i = dev_pos(c, dev);
+
+	(void)pid;
+	if (i >= 0)
+		for (int k = 0; k < UROCE_RES_NUM; k++)
+			c->res[i][k] += count[k];
+}
+
+static void add_qp(void *arg, uint32_t pid, const char *dev, const struct uroce_res_qp *q)
+{
+	struct collected *c = arg;
+	int i = dev_pos(c, dev);
+
+	if (i < 0 || c->no_memory)
+		return;
+	if (c->nqps == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct uroce_nldev_qp *more = realloc(c->qps, cap * sizeof(*more));
+
+		if (!more) {
+			c->no_memory = true;
+			return;
+		}
+		c->qps = more;
+		c->cap = cap;
+	}
+	c->qps[c->nqps++] = (struct uroce_nldev_qp){(size_t)i, pid, *q};
+}
+
+/* The kernel's restrack order: by device, then by QP number. */
+static int qp_order(const void *a, const void *b)
+{
+	const struct uroce_nldev_qp *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->qp.lqpn < y->qp.lqpn ? -1 : x->qp.lqpn > y->qp.lqpn;
+}
+
+/*
+ * Into @v: the objects of every uroce process this one may see (resreg.h: its uid's, or all
+ * for root, of its network namespace), counted on the devices @devs (@n), and their QPs.
+ * Returns 0 or ENOMEM; without a registry folder there are none.
+ */
+static int collect(struct uroce_nldev_view *v, const struct uroce_sysview_dev *devs, int n)
+{
+	struct collected c = {.devs = devs, .ndevs = n};
+	struct uroce_resreg_visitor visitor = {add_counts, add_qp, &c};
+
+	c.res = calloc(n ? (size_t)n : 1, sizeof(res_row));
+	if (!c.res)
+		return ENOMEM;
+	uroce_resreg_read(UROCE_RESREG_DIR, &visitor);
+	if (c.no_memory) {
+		free(c.res);
+		free(c.qps);
+		return ENOMEM;
+	}
+	if (c.nqps)
+		qsort(c.qps, c.nqps, sizeof(*c.qps), qp_order);
+	v->res = (const res_row *)c.res;
+	v->qps = c.qps;
+	v->nqps = c.nqps;
+	return 0;
+}
+
+/* True if the datagram @req (@len bytes) holds a resource command, which reads the registry. */
+static bool asks_resources(const void *req, size_t len)
+{
+	const uint8_t *p = req;
+
+	while (len >= NLMSG_HDRLEN) {
+		struct nlmsghdr h;
+		unsigned int op;
+
+		memcpy(&h, p, sizeof(h));
+		op = RDMA_NL_GET_OP(h.nlmsg_type);
+		if (RDMA_NL_GET_CLIENT(h.nlmsg_type) == RDMA_NL_NLDEV &&
+		    (op == RDMA_NLDEV_CMD_RES_GET || op == RDMA_NLDEV_CMD_RES_QP_GET))
+			return true;
+		if (h.nlmsg_len < NLMSG_HDRLEN || NLMSG_ALIGN(h.nlmsg_len) >= len)
+			break;
+		p += NLMSG_ALIGN(h.nlmsg_len);
+		len -= NLMSG_ALIGN(h.nlmsg_len);
+	}
+	return false;
 }
 
 /* Under the lock: the kernel's answer to the request @req (@len bytes) sent by @s. */
 static int answer(struct nlsock *s, const void *req, size_t len)
 {
 	struct uroce_nldev_sock who = {s->portid, s->cap_ack, s->ext_ack, s->net_admin};
+	struct uroce_nldev_view v = {0};
 	struct uroce_sysview_dev *devs;
 	struct uroce_sysview sys;
-	struct uroce_nldev_view v;
 	struct stat st;
 	int n, err;
 
@@ -82,9 +174,13 @@ static int answer(struct nlsock *s, const void *req, size_t len)
 	if (err)
 		return err;
 	sys = (struct uroce_sysview){devs, n};
-	v = (struct uroce_nldev_view){&sys, (const res_row *)res_counts(devs, n)};
-	err = uroce_nldev_answer(&v, &who, req, len, emit_dgram, s, &s->cnt);
+	v.sys = &sys;
+	if (asks_resources(req, len))
+		err = collect(&v, devs, n);
+	if (!err)
+		err = uroce_nldev_answer(&v, &who, req, len, emit_dgram, s, &s->cnt);
 	free((void *)v.res);
+	free((void *)v.qps);
 	free(devs);
 	return err;
 }

@@ -177,7 +177,7 @@ static void bind_end(struct cma_id *c, int err, const struct uroce_service *s,
 	c->id.pd = verbs ? cma_default_pd(verbs) : NULL; /* made by bind_start */
 	/* Counted on its device from now on, as the kernel's cma_attach_to_dev() tracks it. */
 	if (verbs)
-		uroce_res_count(verbs, UROCE_RES_CM_ID, 1);
+		c->res_tag = uroce_res_add(verbs, UROCE_RES_CM_ID);
 	c->id.port_num = port_num;
 	c->state = CMA_BOUND;
 	c->bound = true;

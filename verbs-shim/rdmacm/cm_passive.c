@@ -106,7 +106,7 @@ static struct cma_conn *request_conn(struct cma_id *l, const struct uroce_mad_rx
 	cma_sa_of(&ss, rx->sgid, h.src_port);
 	memcpy(&child->route.addr.dst_addr, &ss, sizeof(struct sockaddr_in6));
 	/* Counted on its device, as the kernel's cma_attach_to_dev() tracks it. */
-	uroce_res_count(child->verbs, UROCE_RES_CM_ID, 1);
+	c->id->res_tag = uroce_res_add(child->verbs, UROCE_RES_CM_ID);
 	atomic_fetch_add(&l->requests_waiting, 1);
 	return c;
 }

@@ -71,6 +71,7 @@ struct cma_id {
 	struct ibv_ece local_ece, remote_ece;
 	int backlog;                 /* a listener's (cm_passive.c) */
 	atomic_int requests_waiting; /* its CONNECT_REQUESTs not yet taken (channel.c) */
+	uint32_t res_tag;            /* its count on id.verbs' device (uroce_res_add) */
 };
 
 #define CMA_MAX_BACKLOG 1024 /* ucma's default net.rdma_ucm.max_backlog */

@@ -65,7 +65,7 @@ UROCE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	}
 	c = to_cma_id(id);
 	if (id->verbs)
-		uroce_res_count(id->verbs, UROCE_RES_CM_ID, -1);
+		uroce_res_del(id->verbs, UROCE_RES_CM_ID, c->res_tag);
 	cma_resolve_cancel(c);
 	cma_conn_forget(c);
 	cma_events_drain(id);
