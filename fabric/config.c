@@ -20,18 +20,7 @@ struct config_var {
 
 static int parse_port(const char *value, void *field)
 {
-	unsigned long port;
-	char *end;
-
-	/* Digits only: strtoul alone would accept " 1", "+1" and "-1". */
-	if (value[0] < '0' || value[0] > '9')
-		return EINVAL;
-	errno = 0;
-	port = strtoul(value, &end, 10);
-	if (errno || *end || port < 1 || port > 65535)
-		return EINVAL;
-	*(uint16_t *)field = (uint16_t)port;
-	return 0;
+	return uroce_config_parse_port(value, field);
 }
 
 /*

@@ -20,7 +20,9 @@
 #ifndef UROCE_FABRIC_CONFIG_H
 #define UROCE_FABRIC_CONFIG_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "fabric/faults.h"
 #include "fabric/log.h"
@@ -43,5 +45,25 @@ struct uroce_config {
 int uroce_config_load(struct uroce_config *cfg);
 
 void uroce_config_free(struct uroce_config *cfg);
+
+/*
+ * UROCE_UDP_PORT's rule, for the code that needs the port without the rest of the
+ * configuration (the resource registries, verbs-shim/resreg.h): decimal digits only (strtoul
+ * alone would take " 1", "+1" and "-1"), 1..65535. Returns 0 with *@port set, or EINVAL.
+ */
+static inline int uroce_config_parse_port(const char *value, uint16_t *port)
+{
+	unsigned long v;
+	char *end;
+
+	if (value[0] < '0' || value[0] > '9')
+		return EINVAL;
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (errno || *end || v < 1 || v > 65535)
+		return EINVAL;
+	*port = (uint16_t)v;
+	return 0;
+}
 
 #endif

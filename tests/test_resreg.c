@@ -348,6 +348,27 @@ Test(resreg, other_namespaces_are_not_listed)
 		      "a dead process's file is removed whatever its network namespace");
 }
 
+/* A RoCE UDP port is a host of its own (uroce's processes meet per port): a reader of another
+ * port lists nothing of this one's, and removes nothing of a living process. */
+Test(resreg, another_ports_processes_are_not_listed)
+{
+	const char *was = getenv("UROCE_UDP_PORT");
+	char saved[16] = "";
+
+	if (was)
+		snprintf(saved, sizeof(saved), "%s", was);
+	setenv("UROCE_UDP_PORT", "4791", 1);
+	uroce_resreg_add("uroce_lo", UROCE_RES_CTX);
+	cr_assert_eq(read_all().nrows, 1);
+	setenv("UROCE_UDP_PORT", "4792", 1);
+	cr_assert_eq(read_all().nrows, 0, "a process of port 4791 listed to a reader of 4792");
+	cr_assert(exists(getpid()), "nor removed: it lives");
+	unsetenv("UROCE_UDP_PORT");
+	cr_assert_eq(read_all().nrows, 1, "unset is the default port, 4791");
+	if (was)
+		setenv("UROCE_UDP_PORT", saved, 1);
+}
+
 Test(resreg, another_users_stale_file_is_not_removed)
 {
 	char p[256];

@@ -126,6 +126,7 @@ static bool open_file(void)
 	h->pid = (uint32_t)owner;
 	h->uid = (uint32_t)geteuid();
 	h->start_time = start;
+	h->udp_port = resreg_udp_port();
 	if (resreg_ns("net", &h->netns_dev, &h->netns_ino) ||
 	    resreg_ns("pid", &h->pidns_dev, &h->pidns_ino)) {
 		munmap(f, sizeof(*f));

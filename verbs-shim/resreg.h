@@ -91,11 +91,11 @@ struct uroce_resreg_visitor {
 
 /*
  * Read the registries in @dir of the live processes this one may see: its own uid's (every
- * uid's for root), of its network and pid namespaces. A file of a dead process of its pid
- * namespace (its pid gone, a zombie, or a pid now of another process: another start time) is
- * skipped, and removed when it is of this process's uid, whatever its network namespace.
- * Returns 0, or the errno of opening @dir (ENOENT: no registry at all); unreadable files are
- * skipped.
+ * uid's for root), of its network and pid namespaces and its RoCE UDP port. A file of a dead
+ * process of its pid namespace (its pid gone, a zombie, or a pid now of another process: another
+ * start time) is skipped, and removed when it is of this process's uid, whatever its network
+ * namespace. Returns 0, or the errno of opening @dir (ENOENT: no registry at all); unreadable files
+ * are skipped.
  */
 int uroce_resreg_read(const char *dir, const struct uroce_resreg_visitor *v);
 

@@ -16,7 +16,7 @@
 #include "verbs-shim/caps.h"
 
 #define RESREG_MAGIC   0x6765727365636f72ull /* "rocesreg" */
-#define RESREG_VERSION 1
+#define RESREG_VERSION 2
 #define RESREG_PREFIX  "uroce-res-"
 /* Devices one process may hold objects on: one per interface it uses. */
 #define RESREG_DEVS 64
@@ -31,6 +31,7 @@ struct resreg_hdr {
 	uint64_t start_time;           /* /proc/<pid>/stat field 22 */
 	uint64_t netns_dev, netns_ino; /* /proc/self/ns/net of the writer */
 	uint64_t pidns_dev, pidns_ino; /* /proc/self/ns/pid */
+	uint32_t udp_port;             /* its RoCE UDP port: processes of one port are one host */
 	uint32_t ndevs;                /* devices named so far: dev[0 .. ndevs) (release) */
 	uint32_t qp_end;               /* records in use lie below it */
 };
@@ -54,6 +55,14 @@ struct resreg_file {
 	struct resreg_dev dev[RESREG_DEVS];
 	struct resreg_qp qp[UROCE_MAX_QP];
 };
+
+/*
+ * This process's RoCE UDP port (UROCE_UDP_PORT, fabric/config.h; default 4791): uroce's
+ * processes meet per port (fabric/rdv.h), so a port is a host of its own, and a reader lists
+ * the processes of its own port only. A bad value (which uroce-run and the library refuse
+ * before any of this runs) counts as the default.
+ */
+uint16_t resreg_udp_port(void);
 
 /* The namespace /proc/self/ns/@which ("net", "pid") of this process: its device and inode.
  * Returns 0 or an errno value. */

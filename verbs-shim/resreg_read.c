@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fabric/config.h"
+#include "transport/wire.h"
 #include "verbs-shim/resreg.h"
 #include "verbs-shim/resreg_int.h"
 
@@ -57,6 +59,16 @@ uint64_t uroce_resreg_start_time(pid_t pid)
 	return start;
 }
 
+uint16_t resreg_udp_port(void)
+{
+	const char *value = secure_getenv("UROCE_UDP_PORT");
+	uint16_t port;
+
+	if (!value || uroce_config_parse_port(value, &port))
+		port = ROCE_UDP_PORT;
+	return port;
+}
+
 int resreg_ns(const char *which, uint64_t *dev, uint64_t *ino)
 {
 	char path[32];
@@ -75,6 +87,7 @@ struct reader {
 	uid_t uid;
 	bool root;
 	uint64_t netns_dev, netns_ino, pidns_dev, pidns_ino;
+	uint16_t udp_port;
 	const struct uroce_resreg_visitor *v;
 };
 
@@ -173,7 +186,8 @@ static void read_file(const struct reader *rd, int dfd, const char *name)
 		if (st.st_uid == rd->uid && !fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) &&
 		    now.st_ino == st.st_ino && now.st_dev == st.st_dev)
 			unlinkat(dfd, name, 0);
-	} else if (h->netns_dev == rd->netns_dev && h->netns_ino == rd->netns_ino) {
+	} else if (h->netns_dev == rd->netns_dev && h->netns_ino == rd->netns_ino &&
+		   h->udp_port == rd->udp_port) {
 		visit(rd, f);
 	}
 	munmap(f, sizeof(*f));
@@ -181,7 +195,7 @@ static void read_file(const struct reader *rd, int dfd, const char *name)
 
 int uroce_resreg_read(const char *dir, const struct uroce_resreg_visitor *v)
 {
-	struct reader rd = {.uid = geteuid(), .v = v};
+	struct reader rd = {.uid = geteuid(), .udp_port = resreg_udp_port(), .v = v};
 	char prefix[64];
 	struct dirent *e;
 	DIR *d;
