@@ -2,7 +2,7 @@
 #
 # Unit tests are built against the system's <infiniband/verbs.h> and linked against OUR
 # library (target uroce_ibverbs), so the inline wrappers and layouts are rdma-core's.
-foreach(_t device mr cq qp xrc port_events fork progress mcast events)
+foreach(_t device mr mw cq qp xrc port_events fork progress mcast events)
   uroce_test(test_shim_${_t} SOURCES test_shim_${_t}.c LIBS uroce_ibverbs Threads::Threads
              LABELS shim)
   set_tests_properties(test_shim_${_t} PROPERTIES TIMEOUT 60)
@@ -57,7 +57,7 @@ endif()
 set(_port 26000)
 foreach(_t test_shim_device test_shim_mr test_shim_cq test_shim_qp test_shim_xrc
            test_shim_port_events test_shim_fork test_shim_progress test_shim_mcast
-           test_shim_extras test_shim_mad test_rdmacm_basics test_shim_events)
+           test_shim_extras test_shim_mad test_rdmacm_basics test_shim_events test_shim_mw)
   math(EXPR _port "${_port} + 1")
   set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT UROCE_UDP_PORT=${_port})
 endforeach()

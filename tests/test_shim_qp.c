@@ -567,6 +567,9 @@ Test(shim_qp, extended_send_interface)
 	cr_assert_eq(ibv_wr_complete(x), EINVAL);
 	ibv_wr_start(x);
 	ibv_wr_local_inv(x, 5);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_send_tso(x, buf, 16, 1024);
 	cr_assert_eq(ibv_wr_complete(x), EOPNOTSUPP);
 	ibv_wr_start(x);
 	ibv_wr_send(x);

@@ -51,7 +51,16 @@ struct roce_send_wqe {
 			uint64_t swap;
 			uint32_t rkey;
 		} atomic;
+		struct {
+			uint32_t mw_rkey; /* the window, by its current R_Key */
+			uint32_t rkey;    /* its new R_Key: the key byte is taken from it */
+			uint32_t mr_lkey; /* the region (none when length is 0) */
+			uint64_t addr;
+			uint64_t length;
+			int access; /* IBV_ACCESS_* the window grants */
+		} bind;             /* BIND_MW */
 	} wr;
+	uint32_t inv_rkey; /* LOCAL_INV and SEND_WITH_INV: the R_Key to invalidate */
 	struct {
 		bool has_ah;                /* an address was given (UD needs one) */
 		struct ibv_ah_attr ah_attr; /* copied from the AH: it may go before the WQE */

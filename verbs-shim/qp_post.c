@@ -29,7 +29,19 @@ static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
 	wqe->is_inline = wr->send_flags & IBV_SEND_INLINE;
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
 		wqe->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
-	if (roce_wr_flags(wqe->opcode) & ROCE_WR_ATOMIC) {
+	wqe->inv_rkey = wr->invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV (imm_data's union) */
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+		if (!wr->bind_mw.mw)
+			return EINVAL;
+		wqe->wr.bind.mw_rkey = wr->bind_mw.mw->rkey;
+		wqe->wr.bind.rkey = wr->bind_mw.rkey;
+		wqe->wr.bind.mr_lkey = b->mr ? b->mr->lkey : 0;
+		wqe->wr.bind.addr = b->addr;
+		wqe->wr.bind.length = b->length;
+		wqe->wr.bind.access = (int)b->mw_access_flags;
+	} else if (roce_wr_flags(wqe->opcode) & ROCE_WR_ATOMIC) {
 		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		wqe->wr.atomic.swap = wr->wr.atomic.swap;
