@@ -56,6 +56,7 @@ enum roce_mem_err {
 	ROCE_MEM_KEY,    /* no such key, a stale key byte, or another PD's region */
 	ROCE_MEM_BOUNDS, /* the range is outside the region */
 	ROCE_MEM_ACCESS, /* the region does not grant the access */
+	ROCE_MEM_SHORT,  /* roce_sgl_copy: the scatter/gather list is shorter than the access */
 };
 
 /* What the owner provides. @ctx is roce_qp.ctx. Called inside roce_qp_* calls only. */

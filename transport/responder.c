@@ -393,10 +393,15 @@ static enum resp_step place(struct roce_qp *qp, uint32_t off, const uint8_t *dat
 			      true)) {
 	case ROCE_MEM_OK:
 		return RESP_COMPLETE;
-	case ROCE_MEM_BOUNDS:
+	case ROCE_MEM_SHORT:
 		return RESP_ERR_LENGTH;
 	default:
-		return RESP_ERR_RECV_PROT; /* a bad key in the WQE: a malformed receive WQE */
+		/*
+		 * A key of the WQE refuses its entry (no such region, another PD's, or a range
+		 * the region does not hold, as after ibv_rereg_mr moved it): a malformed receive
+		 * WQE, as rxe's copy_data failing other than by running out of entries.
+		 */
+		return RESP_ERR_RECV_PROT;
 	}
 }
 
