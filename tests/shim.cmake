@@ -205,3 +205,15 @@ set_tests_properties(shim_cm_stress PROPERTIES LABELS "shim;tsan" TIMEOUT 120
 # The rdma_cm's connection index (hash tables keyed with xxHash).
 uroce_test(test_rdmacm_htab SOURCES test_rdmacm_htab.c ${PROJECT_SOURCE_DIR}/verbs-shim/rdmacm/htab.c
            LIBS PkgConfig::XXHASH LABELS shim)
+
+# rdma-core v44's own test suite (python3-pyverbs' tests/), all of it, unmodified: fails if
+# fewer pass than tests/shim/rdma-core-suite.sh's MIN_PASS, or if any fails; lists the skips
+# (docs/UNSUPPORTED.md says why each remains). About 10 s in the release tree.
+add_test(NAME shim_rdma_core_suite
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/rdma-core-suite.sh ${CMAKE_BINARY_DIR}/bin/uroce-run)
+set_tests_properties(shim_rdma_core_suite PROPERTIES LABELS "shim;integration" TIMEOUT 900
+                     ENVIRONMENT UROCE_UDP_PORT=29240
+                     PASS_REGULAR_EXPRESSION "rdma-core-suite.sh: at least [0-9]+ pass")
+if(UROCE_SANITIZE STREQUAL "thread")
+  set_tests_properties(shim_rdma_core_suite PROPERTIES DISABLED TRUE)
+endif()
