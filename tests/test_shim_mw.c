@@ -27,45 +27,6 @@ static struct ibv_qp_ex *qpx;
 static char buf[8192], win[4096];
 static struct ibv_mr *mr, *wmr; /* buf: data; win: the windows' region */
 
-static void connect_to_itself(void)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-
-	cr_assert_eq(
-		ibv_modify_qp(qp, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-		0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.ah_attr = lo_ah_attr(ctx);
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.rq_psn = 77;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	cr_assert_eq(ibv_modify_qp(qp, &a,
-				   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					   IBV_QP_MIN_RNR_TIMER),
-		     0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 77;
-	a.max_rd_atomic = 1;
-	cr_assert_eq(ibv_modify_qp(qp, &a,
-				   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					   IBV_QP_MAX_QP_RD_ATOMIC),
-		     0);
-}
-
 static void setup(void)
 {
 	struct ibv_qp_init_attr_ex attr = {
@@ -89,7 +50,7 @@ static void setup(void)
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	wmr = ibv_reg_mr(pd, win, sizeof(win), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	cr_assert(mr && wmr);
-	connect_to_itself();
+	cr_assert_eq(lo_connect(ctx, qp, qp->qp_num, IBV_ACCESS_REMOTE_WRITE), 0);
 }
 
 TestSuite(shim_mw, .init = setup, .timeout = 20);

@@ -110,6 +110,13 @@ static inline struct ibv_sge *roce_send_wqe_sge(struct roce_send_wqe *wqe)
 	return (struct ibv_sge *)wqe->data;
 }
 
+/*
+ * A BIND_MW WQE's window (by its current R_Key @mw_rkey), its new R_Key @rkey and what
+ * @info binds it to (region, range, access), as ibv_post_send and ibv_wr_bind_mw give them.
+ */
+void roce_wqe_set_bind(struct roce_send_wqe *wqe, uint32_t mw_rkey, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info);
+
 /* The ibv_wc_opcode that completes a send WQE of @opcode. */
 enum ibv_wc_opcode roce_wc_opcode(enum ibv_wr_opcode opcode);
 

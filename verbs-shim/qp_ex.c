@@ -128,12 +128,7 @@ static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 		return;
 	}
 	/* As rxe's provider: the window is named by its current key, which this leaves alone. */
-	wqe->wr.bind.mw_rkey = mw->rkey;
-	wqe->wr.bind.rkey = rkey;
-	wqe->wr.bind.mr_lkey = bind_info->mr ? bind_info->mr->lkey : 0;
-	wqe->wr.bind.addr = bind_info->addr;
-	wqe->wr.bind.length = bind_info->length;
-	wqe->wr.bind.access = (int)bind_info->mw_access_flags;
+	roce_wqe_set_bind(wqe, mw->rkey, rkey, bind_info);
 }
 
 static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)

@@ -31,16 +31,10 @@ static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
 		wqe->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
 	wqe->inv_rkey = wr->invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV (imm_data's union) */
 	if (wr->opcode == IBV_WR_BIND_MW) {
-		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
-
 		if (!wr->bind_mw.mw)
 			return EINVAL;
-		wqe->wr.bind.mw_rkey = wr->bind_mw.mw->rkey;
-		wqe->wr.bind.rkey = wr->bind_mw.rkey;
-		wqe->wr.bind.mr_lkey = b->mr ? b->mr->lkey : 0;
-		wqe->wr.bind.addr = b->addr;
-		wqe->wr.bind.length = b->length;
-		wqe->wr.bind.access = (int)b->mw_access_flags;
+		roce_wqe_set_bind(wqe, wr->bind_mw.mw->rkey, wr->bind_mw.rkey,
+				  &wr->bind_mw.bind_info);
 	} else if (roce_wr_flags(wqe->opcode) & ROCE_WR_ATOMIC) {
 		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;

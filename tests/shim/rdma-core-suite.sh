@@ -11,7 +11,6 @@
 # usage: rdma-core-suite.sh UROCE_RUN
 set -u
 run=$(realpath "$1") || exit 1
-src=/usr/share/doc/rdma-core/tests
 # The passing tests uroce reaches on a host without huge pages, GPUs or RDMA hardware
 # (docs/UNSUPPORTED.md lists the rest).
 MIN_PASS=107
@@ -20,16 +19,9 @@ fail() {
 	exit 1
 }
 
-[ -d "$src" ] || fail "$src is missing (Debian's python3-pyverbs; scripts/setup.sh installs it)"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cp -r "$src" "$dir/" || fail "cannot copy $src"
-cd "$dir/tests" || exit 1
-# Debian ships the larger modules gzipped; the test runner imports them all.
-if compgen -G '*.gz' >/dev/null; then
-	gunzip -f ./*.gz || fail "cannot gunzip the tests"
-fi
-[ -f test_rdmacm.py ] || fail "no test_rdmacm.py in $src"
+source "$(dirname "$0")/../support/rdma-core-tests.sh"
+rdma_core_tests rdma-core-suite.sh
+[ -f test_rdmacm.py ] || fail "no test_rdmacm.py in rdma-core's tests"
 mods=()
 for f in test_*.py; do
 	[[ $f == test_rdmacm.py ]] || mods+=("tests.${f%.py}")

@@ -886,14 +886,8 @@ int sim_post_send(struct sim_qp *qp, const struct ibv_send_wr *wr)
 		wqe->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
 	wqe->inv_rkey = wr->invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV */
 	if (wr->opcode == IBV_WR_BIND_MW) {
-		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
-
-		wqe->wr.bind.mw_rkey = wr->bind_mw.mw->rkey;
-		wqe->wr.bind.rkey = wr->bind_mw.rkey;
-		wqe->wr.bind.mr_lkey = b->mr ? b->mr->lkey : 0;
-		wqe->wr.bind.addr = b->addr;
-		wqe->wr.bind.length = b->length;
-		wqe->wr.bind.access = (int)b->mw_access_flags;
+		roce_wqe_set_bind(wqe, wr->bind_mw.mw->rkey, wr->bind_mw.rkey,
+				  &wr->bind_mw.bind_info);
 	} else if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		   wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;

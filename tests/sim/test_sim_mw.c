@@ -311,73 +311,85 @@ Test(sim_mw, local_operations_complete_in_order)
 /* Binding fails with IBV_WC_MW_BIND_ERR for each rule of IBA 10.6.7.2 rxe enforces. */
 Test(sim_mw, bind_errors)
 {
-	uint32_t plain, mr, rkey, t1;
+	enum region { BINDABLE, PLAIN, NO_LOCAL_WRITE }; /* the region the bind names */
+	static const struct {
+		const char *rule;
+		uint32_t pd; /* the window's PD; the QP's is 1 */
+		enum ibv_mw_type type;
+		enum region region;
+		uint32_t off, len;
+		int access;
+		uint32_t stale; /* XORed into the key naming the window */
+		bool bound;     /* bound once before */
+	} bad[] = {
+		{.rule = "C10-73: the region has no MW_BIND access",
+		 .pd = 1,
+		 .type = IBV_MW_TYPE_2,
+		 .region = PLAIN,
+		 .len = 4096,
+		 .access = RW},
+		{.rule = "C10-75: the range is outside the region",
+		 .pd = 1,
+		 .type = IBV_MW_TYPE_2,
+		 .off = 65436,
+		 .len = 4096,
+		 .access = RW},
+		{.rule = "C10-74: a writable window, its region without local write",
+		 .pd = 1,
+		 .type = IBV_MW_TYPE_2,
+		 .region = NO_LOCAL_WRITE,
+		 .len = 4096,
+		 .access = IBV_ACCESS_REMOTE_WRITE},
+		{.rule = "o10-37.2.30: a bound type 2 window",
+		 .pd = 1,
+		 .type = IBV_MW_TYPE_2,
+		 .len = 4096,
+		 .access = RW,
+		 .bound = true},
+		{.rule = "C10-72: a type 2 window of another PD",
+		 .pd = 2,
+		 .type = IBV_MW_TYPE_2,
+		 .len = 4096,
+		 .access = RW},
+		{.rule = "o10-36.2.2: a zero-based type 1 window",
+		 .pd = 1,
+		 .type = IBV_MW_TYPE_1,
+		 .len = 4096,
+		 .access = RW | IBV_ACCESS_ZERO_BASED},
+		{.rule = "o10-37.2.40: a type 2 window of length 0",
+		 .pd = 1,
+		 .type = IBV_MW_TYPE_2,
+		 .access = RW},
+		{.rule = "the window named by an old key",
+		 .pd = 1,
+		 .type = IBV_MW_TYPE_2,
+		 .len = 4096,
+		 .access = RW,
+		 .stale = 1},
+	};
 
-	/* 1. The region has no MW_BIND access (C10-73). */
-	setup(17, NULL);
-	rkey = sim_mw_alloc(p.hb, 1, IBV_MW_TYPE_2);
-	cr_assert_eq(bind(p.b, 1, rkey, rkey, p.bkey, p.bbuf, 4096, RW), 0);
-	cr_assert_eq(sim_send(p.b, 2, IBV_WR_RDMA_WRITE, p.bbuf, 8, p.bkey, (uintptr_t)p.abuf,
-			      p.akey, IBV_SEND_SIGNALED),
-		     0);
-	run_idle();
-	expect(p.b_scq, 1, IBV_WC_MW_BIND_ERR, 0);
-	expect(p.b_scq, 2, IBV_WC_WR_FLUSH_ERR, 0);
-	cr_assert_eq(p.b->state, IBV_QPS_ERR);
-	sim_pair_fini(&p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint32_t mr = setup(17 + i, NULL), rkey;
 
-	/* 2. The range is outside the region (C10-75). */
-	mr = setup(18, NULL);
-	rkey = sim_mw_alloc(p.hb, 1, IBV_MW_TYPE_2);
-	cr_assert_eq(bind(p.b, 1, rkey, rkey, mr, p.bbuf + p.len - 100, 4096, RW), 0);
-	run_idle();
-	expect(p.b_scq, 1, IBV_WC_MW_BIND_ERR, 0);
-	sim_pair_fini(&p);
-
-	/* 3. A remotely writable window over a region without local write (C10-74). */
-	setup(19, NULL);
-	plain = sim_mr_reg(p.hb, 1, p.bbuf, p.len, IBV_ACCESS_MW_BIND);
-	rkey = sim_mw_alloc(p.hb, 1, IBV_MW_TYPE_2);
-	cr_assert_eq(bind(p.b, 1, rkey, rkey, plain, p.bbuf, 4096, IBV_ACCESS_REMOTE_WRITE), 0);
-	run_idle();
-	expect(p.b_scq, 1, IBV_WC_MW_BIND_ERR, 0);
-	sim_pair_fini(&p);
-
-	/* 4. A bound type 2 window binds again only after an invalidate (o10-37.2.30). */
-	mr = setup(20, NULL);
-	rkey = bind_type2(mr, 0, 4096, RW);
-	cr_assert_eq(bind(p.b, 1, rkey, rkey, mr, p.bbuf, 4096, RW), 0);
-	run_idle();
-	expect(p.b_scq, 1, IBV_WC_MW_BIND_ERR, 0);
-	sim_pair_fini(&p);
-
-	/* 5. A type 2 window of another PD than the QP's (C10-72). */
-	mr = setup(21, NULL);
-	rkey = sim_mw_alloc(p.hb, 2, IBV_MW_TYPE_2);
-	cr_assert_eq(bind(p.b, 1, rkey, rkey, mr, p.bbuf, 4096, RW), 0);
-	run_idle();
-	expect(p.b_scq, 1, IBV_WC_MW_BIND_ERR, 0);
-	sim_pair_fini(&p);
-
-	/* 6. A type 1 window is never zero-based (o10-36.2.2); a type 2 one of length 0 is
-	 * refused (o10-37.2.40); a bind naming the window by an old key fails. */
-	mr = setup(22, NULL);
-	t1 = sim_mw_alloc(p.hb, 1, IBV_MW_TYPE_1);
-	cr_assert_eq(bind(p.b, 1, t1, t1, mr, p.bbuf, 4096, RW | IBV_ACCESS_ZERO_BASED), 0);
-	run_idle();
-	expect(p.b_scq, 1, IBV_WC_MW_BIND_ERR, 0);
-	sim_pair_fini(&p);
-	mr = setup(23, NULL);
-	rkey = sim_mw_alloc(p.hb, 1, IBV_MW_TYPE_2);
-	cr_assert_eq(bind(p.b, 1, rkey, rkey, mr, p.bbuf, 0, RW), 0);
-	run_idle();
-	expect(p.b_scq, 1, IBV_WC_MW_BIND_ERR, 0);
-	sim_pair_fini(&p);
-	mr = setup(24, NULL);
-	rkey = sim_mw_alloc(p.hb, 1, IBV_MW_TYPE_2);
-	cr_assert_eq(bind(p.b, 1, rkey ^ 1, rkey, mr, p.bbuf, 4096, RW), 0);
-	run_idle();
-	expect(p.b_scq, 1, IBV_WC_MW_BIND_ERR, 0);
+		if (bad[i].region == PLAIN)
+			mr = p.bkey;
+		else if (bad[i].region == NO_LOCAL_WRITE)
+			mr = sim_mr_reg(p.hb, 1, p.bbuf, p.len, IBV_ACCESS_MW_BIND);
+		rkey = bad[i].bound ? bind_type2(mr, 0, 4096, RW)
+				    : sim_mw_alloc(p.hb, bad[i].pd, bad[i].type);
+		cr_assert_eq(bind(p.b, 1, rkey ^ bad[i].stale, rkey, mr, p.bbuf + bad[i].off,
+				  bad[i].len, bad[i].access),
+			     0);
+		cr_assert_eq(sim_send(p.b, 2, IBV_WR_RDMA_WRITE, p.bbuf, 8, p.bkey,
+				      (uintptr_t)p.abuf, p.akey, IBV_SEND_SIGNALED),
+			     0);
+		run_idle();
+		cr_assert_eq(sim_expect_wc(p.b_scq).status, IBV_WC_MW_BIND_ERR, "%s", bad[i].rule);
+		expect(p.b_scq, 2, IBV_WC_WR_FLUSH_ERR, 0);
+		cr_assert_eq(p.b->state, IBV_QPS_ERR, "%s", bad[i].rule);
+		sim_pair_fini(&p);
+	}
+	setup(1, NULL); /* for the teardown */
 }
 
 /* A type 1 window rebound with length 0 grants nothing; rebound with a length, it works. */
