@@ -913,7 +913,9 @@ int sim_post_send(struct sim_qp *qp, const struct ibv_send_wr *wr)
 			       wr->sg_list[i].length);
 	} else {
 		wqe->num_sge = wr->num_sge;
-		memcpy(roce_send_wqe_sge(wqe), wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+		if (wr->num_sge) /* no SGE (a bind, an invalidate): sg_list may be NULL */
+			memcpy(roce_send_wqe_sge(wqe), wr->sg_list,
+			       wr->num_sge * sizeof(*wr->sg_list));
 	}
 	qp->sq.head++;
 	if (qp->state == IBV_QPS_SQE || qp->state == IBV_QPS_ERR)
