@@ -30,8 +30,9 @@ if(NOT UROCE_SANITIZE AND NOT UROCE_FUZZ)
   # from this build (an extra initramfs archive, interop/mkinitramfs-uroce.sh). Every run must
   # report a figure.
   uroce_interop_test(interop_hwpath hwpath.py uroce-ix-hw 600)
-  # Same behaviour, not only same bytes (interop/behaviour.py): seven scenarios (RNR,
-  # go-back-N, a lost READ response, ACK coalescing, a retried atomic, DREQ on exit, REJ)
+  # Same behaviour, not only same bytes (interop/behaviour.py): eight scenarios (RNR,
+  # go-back-N, a lost READ response, ACK coalescing, a retried atomic, a memory window and
+  # SEND with invalidate, DREQ on exit, REJ)
   # between rxe and rxe, uroce and uroce, and across, on two VMs and two namespace hosts;
   # each exchange is checked against the spec's rule and printed beside the others.
   uroce_interop_test(interop_behaviour behaviour.py uroce-ix-beh 900)

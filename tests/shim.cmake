@@ -2,7 +2,7 @@
 #
 # Unit tests are built against the system's <infiniband/verbs.h> and linked against OUR
 # library (target uroce_ibverbs), so the inline wrappers and layouts are rdma-core's.
-foreach(_t device mr cq qp xrc port_events fork progress mcast events)
+foreach(_t device mr mw cq qp xrc port_events fork progress mcast events)
   uroce_test(test_shim_${_t} SOURCES test_shim_${_t}.c LIBS uroce_ibverbs Threads::Threads
              LABELS shim)
   set_tests_properties(test_shim_${_t} PROPERTIES TIMEOUT 60)
@@ -57,7 +57,7 @@ endif()
 set(_port 26000)
 foreach(_t test_shim_device test_shim_mr test_shim_cq test_shim_qp test_shim_xrc
            test_shim_port_events test_shim_fork test_shim_progress test_shim_mcast
-           test_shim_extras test_shim_mad test_rdmacm_basics test_shim_events)
+           test_shim_extras test_shim_mad test_rdmacm_basics test_shim_events test_shim_mw)
   math(EXPR _port "${_port} + 1")
   set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT UROCE_UDP_PORT=${_port})
 endforeach()
@@ -205,3 +205,15 @@ set_tests_properties(shim_cm_stress PROPERTIES LABELS "shim;tsan" TIMEOUT 120
 # The rdma_cm's connection index (hash tables keyed with xxHash).
 uroce_test(test_rdmacm_htab SOURCES test_rdmacm_htab.c ${PROJECT_SOURCE_DIR}/verbs-shim/rdmacm/htab.c
            LIBS PkgConfig::XXHASH LABELS shim)
+
+# rdma-core v44's own test suite (python3-pyverbs' tests/), all of it, unmodified: fails if
+# fewer pass than tests/shim/rdma-core-suite.sh's MIN_PASS, or if any fails; lists the skips
+# (docs/UNSUPPORTED.md says why each remains). About 10 s in the release tree.
+add_test(NAME shim_rdma_core_suite
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shim/rdma-core-suite.sh ${CMAKE_BINARY_DIR}/bin/uroce-run)
+set_tests_properties(shim_rdma_core_suite PROPERTIES LABELS "shim;integration" TIMEOUT 900
+                     ENVIRONMENT UROCE_UDP_PORT=29240
+                     PASS_REGULAR_EXPRESSION "rdma-core-suite.sh: at least [0-9]+ pass")
+if(UROCE_SANITIZE STREQUAL "thread")
+  set_tests_properties(shim_rdma_core_suite PROPERTIES DISABLED TRUE)
+endif()

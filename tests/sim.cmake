@@ -6,6 +6,6 @@ target_link_libraries(uroce_sim PUBLIC uroce_transport)
 add_library(uroce_sim_pair STATIC ${_sim}/pair.c)
 target_link_libraries(uroce_sim_pair PUBLIC uroce_sim PkgConfig::CRITERION)
 
-foreach(_t rc errors state ucud xrc regress families)
+foreach(_t rc errors state ucud xrc regress families mw)
   uroce_test(test_sim_${_t} SOURCES ${_sim}/test_sim_${_t}.c LIBS uroce_sim_pair LABELS sim)
 endforeach()

@@ -529,6 +529,36 @@ Test(shim_qp, destroy_drops_its_completions_only)
  * A WRITE to a key the target does not have: the QP (connected to itself) NAKs it and goes to
  * the error state, and with UROCE_LOG=info the engine says where the QP stood (core_env.c).
  */
+/* A move to RESET drops the QP's waiting completions too (mlx5_modify_qp), and only its. */
+Test(shim_qp, reset_drops_its_completions_only)
+{
+	struct ibv_qp *reset = create(IBV_QPT_RC), *kept = create(IBV_QPT_RC);
+	struct ibv_wc wc[8];
+
+	cr_assert_eq(to_init(reset), 0);
+	cr_assert_eq(to_init(kept), 0);
+	cr_assert_eq(to_state(reset, IBV_QPS_ERR), 0);
+	cr_assert_eq(to_state(kept, IBV_QPS_ERR), 0);
+	cr_assert_eq(post_recv(reset, 1), 0);
+	cr_assert_eq(post_recv(kept, 2), 0);
+	cr_assert_eq(post_send(reset, 3), 0);
+	cr_assert_eq(post_send(kept, 4), 0);
+	cr_assert_eq(to_state(reset, IBV_QPS_RESET), 0);
+	expect_completions(rcq, wc, 1);
+	cr_assert_eq(wc[0].wr_id, 2);
+	expect_completions(scq, wc, 1);
+	cr_assert_eq(wc[0].wr_id, 4);
+	/* Used again from RESET, it completes as before. */
+	cr_assert_eq(to_init(reset), 0);
+	cr_assert_eq(to_state(reset, IBV_QPS_ERR), 0);
+	cr_assert_eq(post_recv(reset, 5), 0);
+	expect_completions(rcq, wc, 1);
+	cr_assert_eq(wc[0].wr_id, 5);
+	cr_assert_eq(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	cr_assert_eq(ibv_destroy_qp(reset), 0);
+	cr_assert_eq(ibv_destroy_qp(kept), 0);
+}
+
 Test(shim_qp, remote_access_error_is_logged)
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
@@ -617,6 +647,9 @@ Test(shim_qp, extended_send_interface)
 	cr_assert_eq(ibv_wr_complete(x), EINVAL);
 	ibv_wr_start(x);
 	ibv_wr_local_inv(x, 5);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_send_tso(x, buf, 16, 1024);
 	cr_assert_eq(ibv_wr_complete(x), EOPNOTSUPP);
 	ibv_wr_start(x);
 	ibv_wr_send(x);

@@ -337,7 +337,7 @@ enum roce_mem_err roce_sgl_copy(struct roce_qp *qp, const struct ibv_sge *sge, u
 		uint8_t *p;
 
 		if (i == nsge)
-			return ROCE_MEM_BOUNDS;
+			return ROCE_MEM_SHORT;
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;

@@ -56,6 +56,7 @@ enum roce_mem_err {
 	ROCE_MEM_KEY,    /* no such key, a stale key byte, or another PD's region */
 	ROCE_MEM_BOUNDS, /* the range is outside the region */
 	ROCE_MEM_ACCESS, /* the region does not grant the access */
+	ROCE_MEM_SHORT,  /* roce_sgl_copy: the scatter/gather list is shorter than the access */
 };
 
 /* What the owner provides. @ctx is roce_qp.ctx. Called inside roce_qp_* calls only. */
@@ -64,7 +65,9 @@ struct roce_qp_env {
 	 * Host address of [@addr, @addr + @len) under @key, a local key (lkey) or, with @remote,
 	 * an rkey, for an access needing the IBV_ACCESS_* bits of @access (0: local read).
 	 * The region must belong to the QP's PD. Returns NULL and sets *@err if not allowed.
-	 * @len 0 is valid and checks only the key.
+	 * @len 0 is valid and checks only the key. An rkey of a memory window
+	 * (roce_key_is_mw(), transport/mw.h) is checked through the window (roce_mw_check()
+	 * with the QP's number and PD), then the range it gives in its region.
 	 */
 	uint8_t *(*mem)(void *ctx, uint32_t key, bool remote, uint64_t addr, uint64_t len,
 			int access, enum roce_mem_err *err);
@@ -75,6 +78,18 @@ struct roce_qp_env {
 	 * carried the solicited-event bit (for ibv_req_notify_cq(cq, 1)).
 	 */
 	void (*complete)(void *ctx, bool recv, const struct ibv_wc *wc, bool solicited);
+	/*
+	 * A BIND_MW WQE: bind the window its wr.bind names to its region, by roce_mw_bind() with
+	 * the QP's number and PD. Returns IBV_WC_SUCCESS, or IBV_WC_MW_BIND_ERR if the window or
+	 * the region does not exist or roce_mw_bind() refuses.
+	 */
+	enum ibv_wc_status (*bind_mw)(void *ctx, const struct roce_send_wqe *wqe);
+	/*
+	 * Invalidate the window of R_Key @rkey (roce_key_is_mw() is true) by roce_mw_invalidate()
+	 * with the QP's PD: a local invalidate the QP posted, or a SEND with invalidate it
+	 * received. True if done, false if no such window or roce_mw_invalidate() refuses.
+	 */
+	bool (*invalidate_mw)(void *ctx, uint32_t rkey);
 	/* An affiliated asynchronous event: COMM_EST, SQ_DRAINED, QP_REQ_ERR, QP_ACCESS_ERR. */
 	void (*event)(void *ctx, enum ibv_event_type type);
 	/*
@@ -109,6 +124,7 @@ enum roce_req_state {
 	ROCE_REQ_IDLE,           /* no WQE to start */
 	ROCE_REQ_SEND,           /* transmitting req.wqe from req.psn */
 	ROCE_REQ_WAIT_FENCE,     /* IBV_SEND_FENCE: earlier READ/atomics still outstanding */
+	ROCE_REQ_WAIT_LOCAL,     /* a bind or invalidate: earlier WQEs outstanding */
 	ROCE_REQ_WAIT_RD_ATOMIC, /* max_rd_atomic READ/atomics outstanding */
 	ROCE_REQ_WAIT_WINDOW,    /* the unacknowledged window is full */
 	ROCE_REQ_WAIT_RNR,       /* an RNR NAK: retransmit when the RNR timer expires */

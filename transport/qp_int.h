@@ -66,8 +66,9 @@ void roce_qp_sq_error(struct roce_qp *qp);
 /*
  * Copy between a linear buffer and a scatter/gather list at byte @offset of the list, through
  * the owner's memory keys (local keys, so no remote access bits). @to_sgl writes into the list
- * (needs IBV_ACCESS_LOCAL_WRITE). Returns ROCE_MEM_OK, or why a key refused; a list shorter
- * than @offset + @len is ROCE_MEM_BOUNDS.
+ * (needs IBV_ACCESS_LOCAL_WRITE). Returns ROCE_MEM_OK, or why a key refused (an entry its
+ * region does not hold is ROCE_MEM_BOUNDS); a list shorter than @offset + @len is
+ * ROCE_MEM_SHORT.
  */
 enum roce_mem_err roce_sgl_copy(struct roce_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 				uint32_t offset, uint8_t *buf, uint32_t len, bool to_sgl);

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "transport/mw.h"
 #include "transport/qp_int.h"
 
 /* The wire opcode of a packet of @wqe: first/last say where it sits in the message. */
@@ -105,6 +106,37 @@ static bool may_start(struct roce_qp *qp, const struct roce_send_wqe *wqe)
 	return true;
 }
 
+/*
+ * The local operation at req.wqe (rxe_do_local_ops). It waits until every earlier WQE has
+ * completed, then runs and completes at once: so it never sits among the outstanding WQEs the
+ * completer retires by PSN, and its effect and completion come after those of every earlier
+ * WQE, as with rxe (which runs it at once and whose completer reports it in order). Only a
+ * window can be invalidated: rxe_invalidate_mr refuses every region but a fast-registered
+ * one, and verbs applications register none. True when it completed successfully and the
+ * requester goes on to the next WQE.
+ */
+static bool run_local(struct roce_qp *qp, struct roce_send_wqe *wqe)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+
+	if (!may_start(qp, wqe))
+		return false;
+	if (qp->req.wqe != qp->sq->tail) {
+		qp->req.state = ROCE_REQ_WAIT_LOCAL;
+		return false;
+	}
+	if (wqe->opcode == IBV_WR_BIND_MW)
+		st = qp->env->bind_mw(qp->ctx, wqe);
+	else if (!roce_key_is_mw(wqe->inv_rkey) || !qp->env->invalidate_mw(qp->ctx, wqe->inv_rkey))
+		st = IBV_WC_LOC_QP_OP_ERR; /* rxe's status for a failed local invalidate */
+	if (st != IBV_WC_SUCCESS) {
+		fail_wqe(qp, wqe, st);
+		return false;
+	}
+	roce_req_complete(qp, wqe, IBV_WC_SUCCESS);
+	return true;
+}
+
 /* Headers of a request packet at byte @off of @wqe, payload gathered after them. */
 static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf, uint32_t *sent,
 		    uint32_t *psns)
@@ -151,6 +183,7 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 	pkt.bth.se = last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
 		     (info->flags & (ROCE_OPF_SEND | ROCE_OPF_IMM));
 	pkt.imm_be = wqe->imm_data;
+	pkt.ieth_rkey = wqe->inv_rkey; /* goes out in the IETH of a SEND with invalidate's last */
 	if (qp->type == IBV_QPT_UD) {
 		/* IBA 10.2.5: a Q_Key with the high bit set means "use the QP's own". */
 		pkt.deth.qkey =
@@ -196,11 +229,17 @@ size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, 
 		qp->req.drained_event = true;
 		qp->env->event(qp->ctx, IBV_EVENT_SQ_DRAINED);
 	}
-	if (qp->req.wqe == qp->sq->head) {
-		qp->req.state = ROCE_REQ_IDLE;
-		return 0;
+	for (;;) {
+		if (qp->req.wqe == qp->sq->head) {
+			qp->req.state = ROCE_REQ_IDLE;
+			return 0;
+		}
+		wqe = roce_sq_wqe(qp, qp->req.wqe);
+		if (!(roce_wr_flags(wqe->opcode) & ROCE_WR_LOCAL))
+			break;
+		if (!run_local(qp, wqe))
+			return 0;
 	}
-	wqe = roce_sq_wqe(qp, qp->req.wqe);
 	if (!wqe->started) {
 		if (!may_start(qp, wqe))
 			return 0;

@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "transport/mw.h"
 #include "transport/place.h"
 #include "transport/qp_int.h"
 
@@ -32,6 +33,7 @@ enum resp_step {
 	RESP_ERR_ACCESS,      /* class C: NAK, QP to Error, QP_ACCESS_ERR */
 	RESP_ERR_LENGTH,      /* the receive WQE is too short: LOC_LEN_ERR and invalid request */
 	RESP_ERR_RECV_PROT,   /* its lkey refuses: LOC_PROT_ERR and remote operational error */
+	RESP_ERR_INVALIDATE,  /* SEND with invalidate of a key that cannot be: invalid request */
 	RESP_DROP,            /* UC/UD: silently discarded */
 };
 
@@ -73,6 +75,10 @@ static void complete_recv(struct roce_qp *qp, const struct resp_ctx *c, enum ibv
 	if (status == IBV_WC_SUCCESS && (c->flags & ROCE_OPF_IMM)) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->imm_be;
+	}
+	if (status == IBV_WC_SUCCESS && (c->flags & ROCE_OPF_INV)) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = pkt->ieth_rkey;
 	}
 	if (qp->type == IBV_QPT_UD) {
 		wc.wc_flags |= IBV_WC_GRH;
@@ -232,8 +238,6 @@ static enum resp_step check_op_valid(struct roce_qp *qp, struct resp_ctx *c)
 	 */
 	if (qp->type == IBV_QPT_XRC_RECV && !qp->env->xrc_srq(qp->ctx, c->pkt->xrc_srqn))
 		return RESP_ERR_ACCESS;
-	if (c->flags & ROCE_OPF_INV)
-		return roce_qp_reliable(qp) ? RESP_ERR_INVALID_REQ : RESP_DROP;
 	if (c->flags & ROCE_OPF_WRITE)
 		need = IBV_ACCESS_REMOTE_WRITE;
 	else if (c->flags & ROCE_OPF_READ)
@@ -390,10 +394,15 @@ static enum resp_step place(struct roce_qp *qp, uint32_t off, const uint8_t *dat
 			      true)) {
 	case ROCE_MEM_OK:
 		return RESP_COMPLETE;
-	case ROCE_MEM_BOUNDS:
+	case ROCE_MEM_SHORT:
 		return RESP_ERR_LENGTH;
 	default:
-		return RESP_ERR_RECV_PROT; /* a bad key in the WQE: a malformed receive WQE */
+		/*
+		 * A key of the WQE refuses its entry (no such region, another PD's, or a range
+		 * the region does not hold, as after ibv_rereg_mr moved it): a malformed receive
+		 * WQE, as rxe's copy_data failing other than by running out of entries.
+		 */
+		return RESP_ERR_RECV_PROT;
 	}
 }
 
@@ -425,6 +434,15 @@ static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 		if (len && (step = place(qp, off, pkt->payload, len)) != RESP_COMPLETE)
 			return step;
 		qp->resp.recv_off = off + len;
+		/*
+		 * The last packet of a SEND with invalidate: the key is invalidated once its data
+		 * is in place, before the receive completes (rxe's execute). A repeat of the
+		 * packet is a duplicate, ACKed and never executed again. Only a window can be
+		 * invalidated (requester.c, run_local).
+		 */
+		if ((c->flags & ROCE_OPF_INV) && (!roce_key_is_mw(pkt->ieth_rkey) ||
+						  !qp->env->invalidate_mw(qp->ctx, pkt->ieth_rkey)))
+			return RESP_ERR_INVALIDATE;
 	} else if (c->flags & ROCE_OPF_WRITE) {
 		if (c->flags & (ROCE_OPF_FIRST | ROCE_OPF_ONLY)) {
 			qp->resp.write_va = pkt->reth.va;
@@ -596,6 +614,21 @@ void roce_resp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, const struct
 					  pkt->bth.psn, true);
 				qp->resp.state = ROCE_RESP_ERROR;
 			}
+			roce_qp_fatal(qp);
+			return;
+		case RESP_ERR_INVALIDATE:
+			/*
+			 * Class J (rxe's RESPST_ERR_INVALIDATE_RKEY): the receive completes with a
+			 * remote invalid request error and the QP fails; its completion reports it,
+			 * so no affiliated event (IBA 11.6.3). The requester is told by an invalid
+			 * request NAK (rxe acknowledges the SEND and lets the requester's next
+			 * request go unanswered: the NAK fails it at once with the status IBA
+			 * gives).
+			 */
+			complete_recv(qp, &c, IBV_WC_REM_INV_REQ_ERR, 0);
+			queue_ack(qp, roce_aeth_syndrome(ROCE_AETH_NAK, ROCE_NAK_INVALID_REQ),
+				  pkt->bth.psn, true);
+			qp->resp.state = ROCE_RESP_ERROR;
 			roce_qp_fatal(qp);
 			return;
 		case RESP_ERR_INVALID_REQ:

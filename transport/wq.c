@@ -40,6 +40,17 @@ void roce_wq_free(struct roce_wq *wq)
 	wq->buf = NULL;
 }
 
+void roce_wqe_set_bind(struct roce_send_wqe *wqe, uint32_t mw_rkey, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	wqe->wr.bind.mw_rkey = mw_rkey;
+	wqe->wr.bind.rkey = rkey;
+	wqe->wr.bind.mr_lkey = info->mr ? info->mr->lkey : 0;
+	wqe->wr.bind.addr = info->addr;
+	wqe->wr.bind.length = info->length;
+	wqe->wr.bind.access = (int)info->mw_access_flags;
+}
+
 enum ibv_wc_opcode roce_wc_opcode(enum ibv_wr_opcode opcode)
 {
 	const struct roce_wr_info *w = roce_wr_info(opcode);

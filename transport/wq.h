@@ -51,7 +51,16 @@ struct roce_send_wqe {
 			uint64_t swap;
 			uint32_t rkey;
 		} atomic;
+		struct {
+			uint32_t mw_rkey; /* the window, by its current R_Key */
+			uint32_t rkey;    /* its new R_Key: the key byte is taken from it */
+			uint32_t mr_lkey; /* the region (none when length is 0) */
+			uint64_t addr;
+			uint64_t length;
+			int access; /* IBV_ACCESS_* the window grants */
+		} bind;             /* BIND_MW */
 	} wr;
+	uint32_t inv_rkey; /* LOCAL_INV and SEND_WITH_INV: the R_Key to invalidate */
 	struct {
 		bool has_ah;                /* an address was given (UD needs one) */
 		struct ibv_ah_attr ah_attr; /* copied from the AH: it may go before the WQE */
@@ -100,6 +109,13 @@ static inline struct ibv_sge *roce_send_wqe_sge(struct roce_send_wqe *wqe)
 {
 	return (struct ibv_sge *)wqe->data;
 }
+
+/*
+ * A BIND_MW WQE's window (by its current R_Key @mw_rkey), its new R_Key @rkey and what
+ * @info binds it to (region, range, access), as ibv_post_send and ibv_wr_bind_mw give them.
+ */
+void roce_wqe_set_bind(struct roce_send_wqe *wqe, uint32_t mw_rkey, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info);
 
 /* The ibv_wc_opcode that completes a send WQE of @opcode. */
 enum ibv_wc_opcode roce_wc_opcode(enum ibv_wr_opcode opcode);

@@ -54,8 +54,23 @@ const struct roce_wr_info roce_wr_table[ROCE_WR_OPCODES] = {
 		.only = ROCE_OP_FETCH_ADD, .first = ROCE_OP_FETCH_ADD,
 		.middle = ROCE_OP_FETCH_ADD, .last = ROCE_OP_FETCH_ADD,
 	},
-	/* Not implemented (docs/UNSUPPORTED.md): LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO,
-	 * DRIVER1, ATOMIC_WRITE. */
+	/* rxe offers SEND with invalidate and local invalidate on RC; IBA Table 38 on XRC too. */
+	[IBV_WR_SEND_WITH_INV] = {
+		.name = "SEND_WITH_INV", .flags = ROCE_WR_SEND | ROCE_WR_INV, .services = RELIABLE,
+		.wc_opcode = IBV_WC_SEND, .ex_flag = IBV_QP_EX_WITH_SEND_WITH_INV,
+		.only = ROCE_OP_SEND_ONLY_INV, .first = ROCE_OP_SEND_FIRST,
+		.middle = ROCE_OP_SEND_MIDDLE, .last = ROCE_OP_SEND_LAST_INV,
+	},
+	[IBV_WR_LOCAL_INV] = {
+		.name = "LOCAL_INV", .flags = ROCE_WR_LOCAL, .services = RELIABLE,
+		.wc_opcode = IBV_WC_LOCAL_INV, .ex_flag = IBV_QP_EX_WITH_LOCAL_INV,
+	},
+	/* rxe binds windows on RC and UC (rxe_wr_opcode_info); XRC initiators send as RC. */
+	[IBV_WR_BIND_MW] = {
+		.name = "BIND_MW", .flags = ROCE_WR_LOCAL, .services = CONNECTED,
+		.wc_opcode = IBV_WC_BIND_MW, .ex_flag = IBV_QP_EX_WITH_BIND_MW,
+	},
+	/* Not implemented (docs/UNSUPPORTED.md): TSO, DRIVER1, ATOMIC_WRITE. */
 };
 /* clang-format on */
 

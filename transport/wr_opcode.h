@@ -18,6 +18,10 @@ enum roce_wr_flag {
 	ROCE_WR_READ = 1u << 2,   /* RDMA READ: one request, responses back */
 	ROCE_WR_ATOMIC = 1u << 3, /* AtomicETH; one naturally aligned 8-byte word (IBA 9.4.5) */
 	ROCE_WR_IMM = 1u << 4,    /* immediate data in the last packet */
+	ROCE_WR_INV = 1u << 5,    /* an IETH in the last packet: the responder invalidates */
+	/* A local operation (bind a window, invalidate): no packet; the requester executes it
+	 * (rxe_do_local_ops), so it has no packet opcodes. */
+	ROCE_WR_LOCAL = 1u << 6,
 };
 
 /* The services of enum ibv_qp_type that allow an opcode (IBA Table 38, rxe's mask). */
@@ -36,7 +40,8 @@ struct roce_wr_info {
 	uint64_t ex_flag; /* its IBV_QP_EX_WITH_* bit (ibv_create_qp_ex's send_ops_flags) */
 	/* Its RC packet opcodes (ROCE_OP_*; another service's are these | its transport bits):
 	 * the only packet of a message and, for a message of several, its first, middle and
-	 * last. A READ or atomic is one request packet whatever its length: all four are it. */
+	 * last. A READ or atomic is one request packet whatever its length: all four are it.
+	 * A local operation has none. */
 	uint8_t only, first, middle, last;
 };
 

@@ -21,6 +21,7 @@
 #define UROCE_MAX_CQ              16384
 #define UROCE_MAX_CQE             ((1 << 22) - 1)
 #define UROCE_MAX_MR              65536
+#define UROCE_MAX_MW              UROCE_MAX_MR /* rxe reports as many windows as regions */
 #define UROCE_MAX_PD              16384
 #define UROCE_MAX_QP_RD_ATOM      128
 #define UROCE_MAX_RES_RD_ATOM     0x3f000
@@ -43,7 +44,8 @@
 #define UROCE_DEVICE_CAP_FLAGS                                                                     \
 	(IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR | IBV_DEVICE_PORT_ACTIVE_EVENT |      \
 	 IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |           \
-	 IBV_DEVICE_XRC)
+	 IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_MGT_EXTENSIONS |                  \
+	 IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 
 /* The only port of a device (rxe has one, RXE_NUM_PORT). */
 #define UROCE_PORT_NUM 1

@@ -10,17 +10,27 @@
 #include "verbs-shim/cq.h"
 #include "verbs-shim/flush.h"
 #include "verbs-shim/mr.h"
+#include "verbs-shim/mw.h"
 #include "verbs-shim/ops.h"
 
 static uint8_t *env_mem(void *ctx, uint32_t key, bool remote, uint64_t addr, uint64_t len,
 			int access, enum roce_mem_err *err)
 {
 	struct uroce_qp *qp = ctx;
-	struct uroce_mr *mr = uroce_mr_lookup(key);
+	struct uroce_mr *mr;
 	/* XRC: the PD of the SRQ the request names guards the target's memory (IBA A14). */
 	struct uroce_pd *pd = qp->xrc_cur ? qp->xrc_cur->pd : qp->pd;
 
-	(void)remote; /* one key serves as lkey and rkey */
+	/* A window's R_Key: through the window, then its region with the range it gives. */
+	if (roce_key_is_mw(key)) {
+		*err = remote ? uroce_mw_resolve(qp, key, addr, len, access, &key, &addr)
+			      : ROCE_MEM_KEY;
+		if (*err != ROCE_MEM_OK)
+			return NULL;
+		access = 0; /* the window granted it */
+	}
+	/* one key serves as lkey and rkey of a region */
+	mr = uroce_mr_lookup(key);
 	if (!mr || !pd || mr->pd != pd) {
 		*err = ROCE_MEM_KEY;
 		return NULL;
@@ -85,6 +95,16 @@ static void env_complete(void *ctx, bool recv, const struct ibv_wc *wc, bool sol
 		uroce_cq_push(cq, wc, solicited);
 }
 
+static enum ibv_wc_status env_bind_mw(void *ctx, const struct roce_send_wqe *wqe)
+{
+	return uroce_mw_bind(ctx, wqe);
+}
+
+static bool env_invalidate_mw(void *ctx, uint32_t rkey)
+{
+	return uroce_mw_invalidate(ctx, rkey);
+}
+
 static bool env_xrc_srq(void *ctx, uint32_t srqn)
 {
 	struct uroce_qp *qp = ctx;
@@ -140,6 +160,8 @@ const struct roce_qp_env uroce_core_env = {
 	.mem = env_mem,
 	.recv_take = env_recv_take,
 	.complete = env_complete,
+	.bind_mw = env_bind_mw,
+	.invalidate_mw = env_invalidate_mw,
 	.event = env_event,
 	.xrc_srq = env_xrc_srq,
 	.to_error = env_to_error,

@@ -21,8 +21,9 @@ int uroce_cq_push(struct uroce_cq *cq, const struct ibv_wc *wc, bool solicited);
 
 /*
  * Remove the completions of QP QP_NUM that wait in CQ, keeping the others in order: what
- * ibv_destroy_qp does once no more can come, as mlx4's and mlx5's providers do
- * (mlx5_destroy_qp cleans both CQs with __mlx5_cq_clean). No completion then names a QP that
+ * ibv_destroy_qp does once no more can come, and ibv_modify_qp to RESET, as mlx4's and mlx5's
+ * providers do (mlx5_destroy_qp and mlx5_modify_qp clean both CQs with __mlx5_cq_clean). No
+ * completion then names a QP that
  * no longer exists: software that closes a QP and then drains a CQ it shares with others
  * (libfabric 1.17's rxm: rxm_close_conn closes the endpoint, then reads the CQ and reposts
  * the receive buffer on the endpoint it just freed) sees only the QPs still open. The

@@ -68,8 +68,7 @@ static int check_mapped(const void *addr, size_t length)
 	return 0;
 }
 
-/* An 8-bit key that changes from one registration to the next, like a hardware key. */
-static uint32_t key_byte(void)
+uint8_t uroce_key_byte(void)
 {
 	static atomic_uint fallback;
 	uint8_t b;
@@ -118,7 +117,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uin
 	mr->mr.addr = addr;
 	mr->mr.length = length;
 	mr->mr.handle = index;
-	mr->mr.lkey = index << 8 | key_byte();
+	mr->mr.lkey = index << 8 | uroce_key_byte();
 	mr->mr.rkey = mr->mr.lkey;
 	uroce_table_show(&mr_table, index, mr);
 	mr->res_tag = uroce_res_add(ibpd->context, UROCE_RES_MR);
@@ -142,13 +141,25 @@ UROCE_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size
 	return reg_mr(pd, addr, length, iova, access);
 }
 
+/*
+ * ibv_dereg_mr(3): 0, or EINVAL while a memory window is bound to the region (rxe_dereg_mr,
+ * IBA 10.6.7.2.6: the windows go first), which then stays registered.
+ */
 UROCE_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct uroce_mr *mr = to_umr(ibmr);
 
-	uroce_table_remove(&mr_table, mr->index);
-	/* A packet that found the MR before it left the table is done with it (mr.h). */
+	if (atomic_load(&mr->windows))
+		return EINVAL;
+	uroce_table_hide(&mr_table, mr->index);
+	/* A packet that found the MR before it left the table is done with it (mr.h); so is a
+	 * bind (binds run under a QP's lock), which may have bound a window to it meanwhile. */
 	uroce_engine_quiesce();
+	if (atomic_load(&mr->windows)) {
+		uroce_table_show(&mr_table, mr->index, mr);
+		return EINVAL;
+	}
+	uroce_table_remove(&mr_table, mr->index);
 	atomic_fetch_sub(&mr->pd->usecnt, 1);
 	uroce_res_del(ibmr->context, UROCE_RES_MR, mr->res_tag);
 	free(mr);

@@ -18,4 +18,7 @@
  */
 struct uroce_mr *uroce_mr_lookup(uint32_t key);
 
+/* An 8-bit key part that changes from one key to the next, like a hardware key's. */
+uint8_t uroce_key_byte(void);
+
 #endif

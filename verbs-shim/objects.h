@@ -20,6 +20,7 @@
 
 #include "fabric/net.h"
 #include "transport/container.h"
+#include "transport/mw.h"
 #include "transport/qp.h"
 #include "verbs-shim/device.h"
 #include "verbs-shim/evq.h"
@@ -44,10 +45,18 @@ struct uroce_pd {
 struct uroce_mr {
 	struct ibv_mr mr;
 	struct uroce_pd *pd;
-	uint64_t iova;    /* address the peer names byte 0 with (0 for ZERO_BASED) */
-	int access;       /* IBV_ACCESS_* without the optional bits */
-	uint32_t index;   /* in the MR table; lkey == rkey == index << 8 | key byte */
-	uint32_t res_tag; /* its count in the registry (uroce_res_add) */
+	uint64_t iova;       /* address the peer names byte 0 with (0 for ZERO_BASED) */
+	int access;          /* IBV_ACCESS_* without the optional bits */
+	uint32_t index;      /* in the MR table; lkey == rkey == index << 8 | key byte */
+	uint32_t res_tag;    /* its count in the registry (uroce_res_add) */
+	atomic_uint windows; /* memory windows bound to it (under the windows' lock, mw.h) */
+};
+
+struct uroce_mw {
+	struct ibv_mw mw;
+	uint32_t index;          /* in the MW table: the window number of its R_Key */
+	struct roce_mw core;     /* its state, under the windows' lock (mw.h) */
+	struct uroce_mr *region; /* the region it is bound to, likewise */
 };
 
 struct uroce_channel {
@@ -162,6 +171,11 @@ static inline struct uroce_pd *to_upd(struct ibv_pd *pd)
 static inline struct uroce_mr *to_umr(struct ibv_mr *mr)
 {
 	return uroce_container_of(mr, struct uroce_mr, mr);
+}
+
+static inline struct uroce_mw *to_umw(struct ibv_mw *mw)
+{
+	return uroce_container_of(mw, struct uroce_mw, mw);
 }
 
 static inline struct uroce_channel *to_uchannel(struct ibv_comp_channel *channel)

@@ -45,7 +45,12 @@ int uroce_query_device_ex(struct ibv_context *context,
 			  const struct ibv_query_device_ex_input *input,
 			  struct ibv_device_attr_ex *attr, size_t attr_size);
 
-/* unsupported.c: memory windows. alloc_mw: NULL + EOPNOTSUPP; bind/dealloc: EOPNOTSUPP. */
+/*
+ * mw.c: memory windows. alloc_mw: NULL with errno EINVAL (a type other than 1 or 2) or ENOMEM
+ * (none left); bind_mw (type 1, posts a BIND_MW WR as rxe's provider does): 0, or EINVAL (a
+ * length or address without a region, a zero-based window, a post ibv_post_send refuses) or
+ * EPERM (the region is of another PD); dealloc_mw: 0.
+ */
 struct ibv_mw *uroce_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int uroce_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 int uroce_dealloc_mw(struct ibv_mw *mw);

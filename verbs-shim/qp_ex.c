@@ -115,6 +115,38 @@ static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 		wqe->imm_data = imm_data;
 }
 
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *bind_info)
+{
+	struct uroce_qp *qp = to_uqp_ex(qpx);
+	struct roce_send_wqe *wqe = new_wqe(qp, IBV_WR_BIND_MW);
+
+	if (!wqe)
+		return;
+	if (!mw || !bind_info) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	/* As rxe's provider: the window is named by its current key, which this leaves alone. */
+	roce_wqe_set_bind(wqe, mw->rkey, rkey, bind_info);
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct roce_send_wqe *wqe = new_wqe(to_uqp_ex(qpx), IBV_WR_LOCAL_INV);
+
+	if (wqe)
+		wqe->inv_rkey = invalidate_rkey;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct roce_send_wqe *wqe = new_wqe(to_uqp_ex(qpx), IBV_WR_SEND_WITH_INV);
+
+	if (wqe)
+		wqe->inv_rkey = invalidate_rkey;
+}
+
 /* Operations uroce does not implement: the batch fails with EOPNOTSUPP at wr_complete. */
 static void unsupported(struct ibv_qp_ex *qpx)
 {
@@ -122,27 +154,6 @@ static void unsupported(struct ibv_qp_ex *qpx)
 
 	if (!qp->wr_err)
 		qp->wr_err = EOPNOTSUPP;
-}
-
-static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
-		       const struct ibv_mw_bind_info *bind_info)
-{
-	(void)mw;
-	(void)rkey;
-	(void)bind_info;
-	unsupported(qpx);
-}
-
-static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
-{
-	(void)invalidate_rkey;
-	unsupported(qpx);
-}
-
-static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
-{
-	(void)invalidate_rkey;
-	unsupported(qpx);
 }
 
 static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)

@@ -6,6 +6,7 @@
 #include "transport/qp_state.h"
 #include "verbs-shim/ah.h"
 #include "verbs-shim/caps.h"
+#include "verbs-shim/cq.h"
 #include "verbs-shim/engine.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/port.h"
@@ -101,13 +102,25 @@ static void apply(struct uroce_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		a->dest_qp_num = attr->dest_qp_num;
 }
 
-/* IBA 10.3.1: Reset empties the work queues and forgets the attributes. */
+/*
+ * IBA 10.3.1: Reset empties the work queues and forgets the attributes. The QP's completions
+ * still waiting in its CQs go too, as mlx5's provider removes them (mlx5_modify_qp cleans both
+ * CQs with __mlx5_cq_clean on the way to RESET): a program that resets a failed QP and polls
+ * its CQ again sees only what the QP does from then on, not the flushes of before (rdma-core's
+ * test_mr_rereg_pd and test_mr_rereg_addr poll so). The kernel's rxe leaves them
+ * (docs/INTEROP.md). Under the QP's lock, no completion of it is being made meanwhile.
+ */
 static void to_reset(struct uroce_qp *qp)
 {
 	struct ibv_qp_cap cap = qp->attr.cap;
+	uint32_t qpn = qp->qpx.qp_base.qp_num;
 
 	qp->sq.tail = qp->sq.head;
 	qp->rq.tail = qp->rq.head;
+	if (qp->send_cq)
+		uroce_cq_drop_qp(qp->send_cq, qpn);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
+		uroce_cq_drop_qp(qp->recv_cq, qpn);
 	memset(&qp->attr, 0, sizeof(qp->attr));
 	qp->attr.cap = cap;
 }

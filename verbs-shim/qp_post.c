@@ -29,7 +29,13 @@ static int build_send_wqe(struct uroce_qp *qp, const struct ibv_send_wr *wr)
 	wqe->is_inline = wr->send_flags & IBV_SEND_INLINE;
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
 		wqe->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
-	if (roce_wr_flags(wqe->opcode) & ROCE_WR_ATOMIC) {
+	wqe->inv_rkey = wr->invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV (imm_data's union) */
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		if (!wr->bind_mw.mw)
+			return EINVAL;
+		roce_wqe_set_bind(wqe, wr->bind_mw.mw->rkey, wr->bind_mw.rkey,
+				  &wr->bind_mw.bind_info);
+	} else if (roce_wr_flags(wqe->opcode) & ROCE_WR_ATOMIC) {
 		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		wqe->wr.atomic.swap = wr->wr.atomic.swap;

@@ -37,6 +37,7 @@ static void device_attr(struct uroce_context *ctx, struct ibv_device_attr *attr)
 	attr->max_cqe = UROCE_MAX_CQE;
 	attr->max_mr = UROCE_MAX_MR;
 	attr->max_pd = UROCE_MAX_PD;
+	attr->max_mw = UROCE_MAX_MW;
 	attr->max_qp_rd_atom = UROCE_MAX_QP_RD_ATOM;
 	attr->max_res_rd_atom = UROCE_MAX_RES_RD_ATOM;
 	attr->max_qp_init_rd_atom = UROCE_MAX_QP_RD_ATOM;

@@ -32,6 +32,9 @@ int uroce_sq_check_wqe(struct uroce_qp *qp, const struct roce_send_wqe *wqe)
 	if (wqe->is_inline && ((w->flags & (ROCE_WR_ATOMIC | ROCE_WR_READ)) ||
 			       wqe->length > qp->attr.cap.max_inline_data))
 		return EINVAL;
+	/* A local operation (bind, invalidate) moves no data (rxe's validate_send_wr). */
+	if ((w->flags & ROCE_WR_LOCAL) && (wqe->length || wqe->num_sge))
+		return EINVAL;
 	/* IBA atomics operate on one naturally aligned 64-bit word. */
 	if ((w->flags & ROCE_WR_ATOMIC) && (wqe->length != 8 || wqe->wr.atomic.remote_addr % 8))
 		return EINVAL;

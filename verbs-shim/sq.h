@@ -14,8 +14,8 @@ int uroce_sq_state_check(struct uroce_qp *qp);
 /*
  * 0 if WQE is a valid request for the QP, else EINVAL: opcode not offered by the QP (its
  * service and send_ops_flags), inline data on a read or atomic or beyond max_inline_data, a
- * message over 2^31 bytes, an atomic that is not 8 bytes at an 8-byte aligned address, a UD
- * send without an address.
+ * message over 2^31 bytes, an atomic that is not 8 bytes at an 8-byte aligned address, a local
+ * operation (bind, invalidate) with data, a UD send without an address.
  */
 int uroce_sq_check_wqe(struct uroce_qp *qp, const struct roce_send_wqe *wqe);
 

@@ -7,10 +7,8 @@
 /*
  * | verb                                   | how it reaches uroce        | result                 |
  * |----------------------------------------|-----------------------------|------------------------|
- * | ibv_alloc_mw                           | ibv_context.ops.alloc_mw    | NULL, errno EOPNOTSUPP |
- * | ibv_bind_mw, ibv_dealloc_mw            | ibv_context.ops             | EOPNOTSUPP             |
- * | ibv_wr_bind_mw, _local_inv, _send_inv, | ibv_qp_ex (qp_ex.c)         | ibv_wr_complete        |
- * |   _send_tso, _atomic_write             |                             |   returns EOPNOTSUPP   |
+ * | ibv_wr_send_tso, ibv_wr_atomic_write   | ibv_qp_ex (qp_ex.c)         | ibv_wr_complete        |
+ * |                                        |                             |   returns EOPNOTSUPP   |
  * | ibv_import_device, _pd, _mr, _dm       | exported                    | NULL, errno EOPNOTSUPP |
  * | ibv_unimport_pd, _mr, _dm              | exported                    | nothing to release     |
  * | ibv_query_ece, ibv_set_ece             | exported                    | EOPNOTSUPP             |
@@ -42,30 +40,9 @@
 /* clang-format on */
 #include <errno.h>
 
+#include <infiniband/verbs.h>
+
 #include "verbs-shim/export.h"
-#include "verbs-shim/ops.h"
-
-struct ibv_mw *uroce_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	(void)pd;
-	(void)type;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int uroce_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
-{
-	(void)qp;
-	(void)mw;
-	(void)mw_bind;
-	return EOPNOTSUPP;
-}
-
-int uroce_dealloc_mw(struct ibv_mw *mw)
-{
-	(void)mw;
-	return EOPNOTSUPP;
-}
 
 /* Sharing objects between processes through the kernel's uverbs file: no kernel objects. */
 UROCE_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)

@@ -9,22 +9,14 @@
 # usage: pyverbs-rdmacm.sh UROCE_RUN
 set -u
 run=$(realpath "$1") || exit 1
-src=/usr/share/doc/rdma-core/tests
 fail() {
 	echo "pyverbs-rdmacm.sh: $*" >&2
 	exit 1
 }
 
-[ -d "$src" ] || fail "$src is missing (Debian's python3-pyverbs; scripts/setup.sh installs it)"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cp -r "$src" "$dir/" || fail "cannot copy $src"
-cd "$dir/tests" || exit 1
-# Debian ships the larger modules gzipped; the test runner imports them all.
-if compgen -G '*.gz' >/dev/null; then
-	gunzip -f ./*.gz || fail "cannot gunzip the tests"
-fi
-[ -f test_rdmacm.py ] || fail "no test_rdmacm.py in $src"
+source "$(dirname "$0")/../support/rdma-core-tests.sh"
+rdma_core_tests pyverbs-rdmacm.sh
+[ -f test_rdmacm.py ] || fail "no test_rdmacm.py in rdma-core's tests"
 want=$(grep -c '^    def test_' test_rdmacm.py)
 ((want > 0)) || fail "test_rdmacm.py holds no test"
 

@@ -3,7 +3,8 @@
 
 Each scenario of ix_scenario (tests/interop/ix_scenario.c: an RNR NAK and its timer, a lost
 WRITE packet and go-back-N, a lost READ response, ACK coalescing over a long WRITE, a retried
-atomic, the DREQ of a client that exits, the REJ of a port nobody listens on) runs between
+atomic, a memory window written through and invalidated by a SEND with invalidate, the DREQ of
+a client that exits, the REJ of a port nobody listens on) runs between
 four pairs on one bridge, captured by the same harness:
 
     rxe   -> rxe      vm1 (10.77.0.3) client, vm0 (10.77.0.2) server: the reference
@@ -45,8 +46,9 @@ OPS = {0x00: "SEND_FIRST", 0x01: "SEND_MIDDLE", 0x02: "SEND_LAST", 0x04: "SEND_O
        0x06: "WRITE_FIRST", 0x07: "WRITE_MIDDLE", 0x08: "WRITE_LAST", 0x0A: "WRITE_ONLY",
        0x0C: "READ_REQ", 0x0D: "READ_RESP_FIRST", 0x0E: "READ_RESP_MIDDLE",
        0x0F: "READ_RESP_LAST", 0x10: "READ_RESP_ONLY", 0x11: "ACK", 0x12: "ATOMIC_ACK",
-       0x13: "CMP_SWAP", 0x14: "FETCH_ADD", 0x64: "UD_SEND_ONLY"}
-REQUEST_OPS = set(range(0x00, 0x0D)) | {0x13, 0x14}
+       0x13: "CMP_SWAP", 0x14: "FETCH_ADD", 0x16: "SEND_LAST_INV", 0x17: "SEND_ONLY_INV",
+       0x64: "UD_SEND_ONLY"}
+REQUEST_OPS = set(range(0x00, 0x0D)) | {0x13, 0x14, 0x16, 0x17}
 WITH_AETH = {0x0D, 0x0F, 0x10, 0x11, 0x12}
 CM_ATTRS = {0x10: "REQ", 0x11: "MRA", 0x12: "REJ", 0x13: "REP", 0x14: "RTU", 0x15: "DREQ",
             0x16: "DREP"}
@@ -64,6 +66,7 @@ SCENARIOS = {
     "gbn": (0x07, 5),           # the 5th WRITE MIDDLE of the 64 KiB WRITE
     "read_lost": (0x0E, 3),     # the 3rd READ RESPONSE MIDDLE of the 64 KiB READ
     "atomic_retry": (0x12, 1),  # the ATOMIC ACKNOWLEDGE of the FETCH_ADD
+    "send_inv": None,
     "dreq_exit": None,
     "rej": None,
 }
@@ -266,6 +269,17 @@ def facts(name, pkts):
             f["resent after"] = f"{(atom[1].t - atom[0].t) * 1e3:.0f} ms"
         if len([p for p in acks if not p.dropped]) < 1:
             bad.append("no ATOMIC ACKNOWLEDGE reached the requester")
+    elif name == "send_inv":
+        # IBA 9.2.6: the last packet of a SEND with invalidate carries the R_Key in an IETH
+        inv = [p for p in c_req if p.op in (0x16, 0x17)]
+        naks = [p for p in s_rc if p.is_nak]
+        f["SEND with invalidate"] = " ".join(OPS[p.op] for p in c_req if p.op in (0x00, 0x01, 0x16, 0x17))
+        if len(inv) != 1 or inv[0].op != 0x16:
+            bad.append("not one SEND LAST WITH INVALIDATE (3000 B at MTU 1024)")
+        else:
+            f["IETH R_Key"] = f"{int.from_bytes(inv[0].key_bth[12:16], 'big'):#x}"
+        if naks:
+            bad.append("NAKed: " + " ".join(f"{p.syndrome:#x}" for p in naks))
     elif name == "dreq_exit":
         if "C:DREQ" not in f["cm"] or "S:DREP" not in f["cm"]:
             bad.append("no DREQ from the exiting client answered by a DREP")

@@ -19,6 +19,11 @@
  *   atomic_retry a FETCH_ADD whose ATOMIC ACKNOWLEDGE the harness drops: the requester
  *                retries after its timer and the responder answers from its saved result
  *                without adding twice (9.4.5, 9.7.5.2.4)
+ *   send_inv     the server binds a type 2 memory window over 64 KiB of its buffer and SENDs
+ *                its R_Key; the client WRITEs 4 KiB through it, then SENDs 3000 B with
+ *                invalidate of it (SEND FIRST, MIDDLE, LAST WITH INVALIDATE and its IETH,
+ *                IBA 9.2.6): the server's receive reports the key invalidated, and binding
+ *                the window again succeeds, which only a free window does (o10-37.2.30)
  *   dreq_exit    the client exits without disconnecting: its stack sends the DREQ
  *   rej          the client connects to a port nobody listens on: REJ
  *
@@ -138,7 +143,8 @@ static void setup_qp(struct conn *c)
 	memset(c->buf, 0, BUF_LEN + 8);
 	c->mr = ibv_reg_mr(c->pd, c->buf, BUF_LEN + 8,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				   IBV_ACCESS_MW_BIND);
 	if (!c->mr)
 		die("ibv_reg_mr: %s", strerror(errno));
 	qa.send_cq = qa.recv_cq = c->cq;
@@ -149,13 +155,18 @@ static void setup_qp(struct conn *c)
 		die("rdma_create_qp: %s", strerror(errno));
 }
 
-static void post_recv(struct conn *c)
+static void post_recv_len(struct conn *c, uint32_t len)
 {
-	struct ibv_sge sge = {(uintptr_t)c->buf, 64, c->mr->lkey};
+	struct ibv_sge sge = {(uintptr_t)c->buf, len, c->mr->lkey};
 	struct ibv_recv_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1}, *bad;
 
 	if (ibv_post_recv(c->id->qp, &wr, &bad))
 		die("ibv_post_recv: %s", strerror(errno));
+}
+
+static void post_recv(struct conn *c)
+{
+	post_recv_len(c, 64);
 }
 
 /* One signaled work request of `len` bytes at local offset `off`, and its completion. */
@@ -170,7 +181,9 @@ static struct ibv_wc post_wait(struct conn *c, enum ibv_wr_opcode op, size_t off
 				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;
 
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	if (op == IBV_WR_SEND_WITH_INV) {
+		wr.invalidate_rkey = r->rkey;
+	} else if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wr.wr.atomic.remote_addr = r->addr + roff;
 		wr.wr.atomic.rkey = r->rkey;
 		wr.wr.atomic.compare_add = 1;
@@ -181,6 +194,95 @@ static struct ibv_wc post_wait(struct conn *c, enum ibv_wr_opcode op, size_t off
 	if (ibv_post_send(c->id->qp, &wr, &bad))
 		die("ibv_post_send (%s): %s", what, strerror(errno));
 	return wait_wc(c->cq, what);
+}
+
+/*
+ * send_inv: bind type 2 window @mw over the 64 KiB at MW_OFF to a new key, and wait for it.
+ * With @closing, the client's closing SEND may complete first: *@closing says it did.
+ */
+#define MW_OFF (64u * 1024)
+static uint32_t bind_window(struct conn *c, struct ibv_mw *mw, int *closing)
+{
+	struct ibv_send_wr wr = {.wr_id = 3,
+				 .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = c->mr,
+		.addr = (uintptr_t)c->buf + MW_OFF,
+		.length = MW_OFF,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	if (ibv_post_send(c->id->qp, &wr, &bad))
+		die("ibv_post_send (BIND_MW): %s", strerror(errno));
+	wc = wait_wc(c->cq, "the bind");
+	if (closing && wc.opcode == IBV_WC_RECV) {
+		*closing = 1;
+		wc = wait_wc(c->cq, "the bind");
+	}
+	if (wc.opcode != IBV_WC_BIND_MW)
+		die("completion of opcode %d, expected the bind's", wc.opcode);
+	/* The window is named by its current key in the next bind (rxe_bind_mw). */
+	mw->rkey = wr.bind_mw.rkey;
+	return mw->rkey;
+}
+
+/*
+ * send_inv, the server: the window, its key to the client, the SEND that invalidates it.
+ * Returns whether the client's closing SEND already completed.
+ */
+static int serve_window(struct conn *c)
+{
+	struct ibv_mw *mw = ibv_alloc_mw(c->pd, IBV_MW_TYPE_2);
+	uint32_t rkey, be;
+	struct ibv_wc wc;
+	int sent = 0, got = 0, closing = 0;
+
+	if (!mw)
+		die("ibv_alloc_mw: %s", strerror(errno));
+	rkey = bind_window(c, mw, NULL);
+	post_recv(c); /* for the closing SEND */
+	be = htobe32(rkey);
+	memcpy(c->buf + BUF_LEN - 64, &be, 4);
+	{
+		struct ibv_sge sge = {(uintptr_t)c->buf + BUF_LEN - 64, 4, c->mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 2,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED},
+				   *bad;
+		if (ibv_post_send(c->id->qp, &wr, &bad))
+			die("ibv_post_send (the key): %s", strerror(errno));
+	}
+	/* The key's SEND and the client's SEND with invalidate complete in either order. */
+	while (!sent || !got) {
+		wc = wait_wc(c->cq, "the key's SEND or the SEND with invalidate");
+		if (wc.opcode == IBV_WC_SEND) {
+			sent = 1;
+			continue;
+		}
+		if (wc.opcode != IBV_WC_RECV || wc.byte_len != 3000)
+			die("a completion of opcode %d, %u bytes", wc.opcode, wc.byte_len);
+		/* rxe (Linux 6.1) writes the kernel's IB_WC_WITH_INVALIDATE (1 << 2) into the
+		 * completion user space reads, where verbs.h has IBV_WC_IP_CSUM_OK; uroce sets
+		 * IBV_WC_WITH_INV (docs/INTEROP.md). */
+		if (!(wc.wc_flags & (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)) ||
+		    wc.invalidated_rkey != rkey)
+			die("the receive says flags %#x, key %#x invalidated; expected %#x",
+			    wc.wc_flags, wc.invalidated_rkey, rkey);
+		got = 1;
+	}
+	for (size_t i = 0; i < 4096; i++)
+		if (c->buf[MW_OFF + i] != client_byte(i))
+			die("byte %zu of the WRITE through the window is %#x, expected %#x", i,
+			    c->buf[MW_OFF + i], client_byte(i));
+	bind_window(c, mw, &closing); /* binds only if the SEND freed it */
+	return closing;
 }
 
 static void resolve(const char *addr, const char *port, struct addrinfo **ai)
@@ -202,6 +304,7 @@ static int run_server(const char *addr, const char *port)
 	struct conn c = {0};
 	struct addrinfo *ai;
 	double t0;
+	int closing = 0;
 
 	if (!ch || rdma_create_id(ch, &listen_id, NULL, RDMA_PS_TCP))
 		die("rdma_create_id: %s", strerror(errno));
@@ -216,7 +319,9 @@ static int run_server(const char *addr, const char *port)
 	setup_qp(&c);
 	for (size_t i = 0; i < BUF_LEN; i++)
 		c.buf[i] = server_byte(i);
-	if (strcmp(scenario, "rnr") != 0)
+	if (!strcmp(scenario, "send_inv"))
+		post_recv_len(&c, 4096); /* for the SEND with invalidate */
+	else if (strcmp(scenario, "rnr") != 0)
 		post_recv(&c); /* for the client's closing SEND */
 	r.addr = htobe64((uintptr_t)c.buf);
 	r.rkey = htobe32(c.mr->rkey);
@@ -236,6 +341,8 @@ static int run_server(const char *addr, const char *port)
 		       now_ms() - t0);
 		return 0;
 	}
+	if (!strcmp(scenario, "send_inv"))
+		closing = serve_window(&c);
 	if (!strcmp(scenario, "rnr")) {
 		usleep(200000);
 		post_recv(&c); /* the SEND the client retried */
@@ -244,7 +351,8 @@ static int run_server(const char *addr, const char *port)
 	}
 	/* Data a WRITE brought is checked after the receive of the SEND that follows it:
 	 * the responder executes in PSN order (IBTA 9.5). */
-	wait_wc(c.cq, "the client's closing SEND");
+	if (!closing)
+		wait_wc(c.cq, "the client's closing SEND");
 	if (!strcmp(scenario, "write_long") || !strcmp(scenario, "gbn")) {
 		size_t len = !strcmp(scenario, "gbn") ? 65536 : BUF_LEN;
 		for (size_t i = 64; i < len; i++) /* bytes 0..63 took the SEND */
@@ -326,6 +434,20 @@ static int run_client(const char *addr, const char *port)
 				die("byte %zu of the READ is %#x, expected %#x", i, c.buf[i],
 				    server_byte(i));
 		snprintf(detail, sizeof(detail), ": READ of 65536 B in %.0f ms", now_ms() - t0);
+	} else if (!strcmp(scenario, "send_inv")) {
+		struct remote w;
+		uint32_t be;
+
+		post_recv(&c);
+		wait_wc(c.cq, "the window's key");
+		memcpy(&be, c.buf, 4);
+		w.addr = r.addr + MW_OFF;
+		w.rkey = be32toh(be);
+		for (size_t i = 0; i < 4096; i++)
+			c.buf[4096 + i] = client_byte(i);
+		post_wait(&c, IBV_WR_RDMA_WRITE, 4096, 4096, &w, 0, "the WRITE through the window");
+		post_wait(&c, IBV_WR_SEND_WITH_INV, 0, 3000, &w, 0, "the SEND with invalidate");
+		snprintf(detail, sizeof(detail), ": window %#x written and invalidated", w.rkey);
 	} else if (!strcmp(scenario, "atomic_retry")) {
 		uint64_t old;
 		post_wait(&c, IBV_WR_ATOMIC_FETCH_AND_ADD, BUF_LEN, 8, &r, ATOMIC_OFF,
@@ -350,8 +472,8 @@ static int run_client(const char *addr, const char *port)
 
 int main(int argc, char **argv)
 {
-	static const char *const known[] = {"rnr",          "write_long", "gbn", "read_lost",
-					    "atomic_retry", "dreq_exit",  "rej"};
+	static const char *const known[] = {"rnr",          "write_long", "gbn",       "read_lost",
+					    "atomic_retry", "send_inv",   "dreq_exit", "rej"};
 	const char *addr = NULL, *port = NULL;
 	int server = -1, opt, ok = 0;
 
@@ -384,7 +506,8 @@ int main(int argc, char **argv)
 	side = server ? "server" : "client";
 	return server ? run_server(addr, port) : run_client(addr, port);
 usage:
-	fprintf(stderr, "usage: ix_scenario -s|-c -a ADDR -p PORT -t SCENARIO\n"
-			"scenarios: rnr write_long gbn read_lost atomic_retry dreq_exit rej\n");
+	fprintf(stderr,
+		"usage: ix_scenario -s|-c -a ADDR -p PORT -t SCENARIO\n"
+		"scenarios: rnr write_long gbn read_lost atomic_retry send_inv dreq_exit rej\n");
 	return 2;
 }

@@ -179,12 +179,61 @@ uint32_t sim_mr_reg(struct sim_host *h, uint32_t pd, void *addr, uint64_t len, i
 	return mr->key;
 }
 
-void sim_mr_dereg(struct sim_host *h, uint32_t key)
+/* The valid region of key @key, or NULL. */
+static struct sim_mr *mr_of(struct sim_host *h, uint32_t key)
 {
 	uint32_t i = key >> 8;
+	struct sim_mr *mr = i < h->nmr ? &h->mr[i] : NULL;
 
-	if (i < h->nmr && h->mr[i].key == key)
-		h->mr[i].valid = false;
+	return mr && mr->valid && mr->key == key ? mr : NULL;
+}
+
+int sim_mr_dereg(struct sim_host *h, uint32_t key)
+{
+	struct sim_mr *mr = mr_of(h, key);
+
+	if (mr && mr->windows)
+		return EBUSY;
+	if (mr)
+		mr->valid = false;
+	return 0;
+}
+
+uint32_t sim_mw_alloc(struct sim_host *h, uint32_t pd, enum ibv_mw_type type)
+{
+	uint32_t rkey = roce_mw_key(h->nmw, (uint8_t)(1 + sim_rand_below(&h->sim->rng, 200)));
+
+	if (h->nmw == SIM_MAX_MW)
+		abort();
+	roce_mw_init(&h->mw[h->nmw++], type, rkey, pd);
+	return rkey;
+}
+
+struct roce_mw *sim_mw(struct sim_host *h, uint32_t rkey)
+{
+	uint32_t i = roce_mw_index(rkey);
+
+	return roce_key_is_mw(rkey) && i < h->nmw ? &h->mw[i] : NULL;
+}
+
+/* A window left region @key (0: none). */
+static void mr_unbound(struct sim_host *h, uint32_t key)
+{
+	struct sim_mr *mr = key ? mr_of(h, key) : NULL;
+
+	if (mr)
+		mr->windows--;
+}
+
+void sim_mw_dealloc(struct sim_host *h, uint32_t rkey)
+{
+	struct roce_mw *mw = sim_mw(h, rkey);
+	uint32_t old;
+
+	if (!mw || mw->state == ROCE_MW_INVALID)
+		return;
+	roce_mw_dealloc(mw, &old);
+	mr_unbound(h, old);
 }
 
 struct sim_cq *sim_cq_new(void)
@@ -270,14 +319,24 @@ static uint8_t *env_mem(void *ctx, uint32_t key, bool remote, uint64_t addr, uin
 {
 	struct sim_qp *qp = ctx;
 	struct sim_host *h = qp->host;
-	uint32_t i = key >> 8;
-	struct sim_mr *mr = i < h->nmr ? &h->mr[i] : NULL;
-
+	struct sim_mr *mr;
 	/* XRC: the PD of the SRQ the request names guards the target's memory (IBA A14). */
 	uint32_t pd = qp->xrc_cur ? qp->xrc_cur->pd : qp->init.pd;
 
-	(void)remote; /* one key serves as lkey and rkey, as in verbs-shim */
-	if (!mr || !mr->valid || mr->key != key || mr->pd != pd) {
+	/* A window's R_Key: through the window, then its region with the range it gives. */
+	if (roce_key_is_mw(key)) {
+		struct roce_mw *mw = sim_mw(h, key);
+
+		*err = remote && mw ? roce_mw_check(mw, key, qp->core.qpn, pd, addr, len, access,
+						    &key, &addr)
+				    : ROCE_MEM_KEY;
+		if (*err != ROCE_MEM_OK)
+			return NULL;
+		access = 0; /* the window granted it */
+	}
+	/* one key serves as lkey and rkey of a region, as in verbs-shim */
+	mr = mr_of(h, key);
+	if (!mr || mr->pd != pd) {
 		*err = ROCE_MEM_KEY;
 		return NULL;
 	}
@@ -352,6 +411,46 @@ static bool env_xrc_srq(void *ctx, uint32_t srqn)
 	return true;
 }
 
+static enum ibv_wc_status env_bind_mw(void *ctx, const struct roce_send_wqe *wqe)
+{
+	struct sim_qp *qp = ctx;
+	struct sim_host *h = qp->host;
+	struct roce_mw *mw = sim_mw(h, wqe->wr.bind.mw_rkey);
+	struct sim_mr *mr = wqe->wr.bind.length ? mr_of(h, wqe->wr.bind.mr_lkey) : NULL;
+	struct roce_mw_region region;
+	uint32_t old;
+
+	if (!mw || (wqe->wr.bind.length && !mr))
+		return IBV_WC_MW_BIND_ERR;
+	if (mr)
+		region = (struct roce_mw_region){
+			.lkey = mr->key,
+			.pd = mr->pd,
+			.iova = mr->iova,
+			.length = mr->len,
+			.access = mr->access,
+		};
+	if (roce_mw_bind(mw, wqe, qp->core.qpn, qp->init.pd, mr ? &region : NULL, &old) !=
+	    IBV_WC_SUCCESS)
+		return IBV_WC_MW_BIND_ERR;
+	mr_unbound(h, old);
+	if (mr && mw->mr_key)
+		mr->windows++;
+	return IBV_WC_SUCCESS;
+}
+
+static bool env_invalidate_mw(void *ctx, uint32_t rkey)
+{
+	struct sim_qp *qp = ctx;
+	struct roce_mw *mw = sim_mw(qp->host, rkey);
+	uint32_t old;
+
+	if (!mw || !roce_mw_invalidate(mw, rkey, qp->init.pd, &old))
+		return false;
+	mr_unbound(qp->host, old);
+	return true;
+}
+
 static void env_event(void *ctx, enum ibv_event_type type)
 {
 	add_event(ctx, type);
@@ -423,6 +522,8 @@ static const struct roce_qp_env sim_env = {
 	.mem = env_mem,
 	.recv_take = env_recv_take,
 	.complete = env_complete,
+	.bind_mw = env_bind_mw,
+	.invalidate_mw = env_invalidate_mw,
 	.event = env_event,
 	.xrc_srq = env_xrc_srq,
 	.to_error = env_to_error,
@@ -783,7 +884,12 @@ int sim_post_send(struct sim_qp *qp, const struct ibv_send_wr *wr)
 	wqe->is_inline = wr->send_flags & IBV_SEND_INLINE;
 	if (qp->init.type == IBV_QPT_XRC_SEND)
 		wqe->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
-	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	wqe->inv_rkey = wr->invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV */
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		roce_wqe_set_bind(wqe, wr->bind_mw.mw->rkey, wr->bind_mw.rkey,
+				  &wr->bind_mw.bind_info);
+	} else if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		   wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		wqe->wr.atomic.swap = wr->wr.atomic.swap;
@@ -807,7 +913,9 @@ int sim_post_send(struct sim_qp *qp, const struct ibv_send_wr *wr)
 			       wr->sg_list[i].length);
 	} else {
 		wqe->num_sge = wr->num_sge;
-		memcpy(roce_send_wqe_sge(wqe), wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+		if (wr->num_sge) /* no SGE (a bind, an invalidate): sg_list may be NULL */
+			memcpy(roce_send_wqe_sge(wqe), wr->sg_list,
+			       wr->num_sge * sizeof(*wr->sg_list));
 	}
 	qp->sq.head++;
 	if (qp->state == IBV_QPS_SQE || qp->state == IBV_QPS_ERR)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "transport/mw.h"
 #include "transport/qp.h"
 
 /* Faults of the wire, in parts per million of packets, and its delay. */
@@ -82,6 +83,7 @@ struct sim_mr {
 	uint64_t len;
 	int access;
 	uint8_t *addr;
+	uint32_t windows; /* memory windows bound to it: deregistration waits for none */
 };
 
 enum {
@@ -90,6 +92,7 @@ enum {
 	SIM_MAX_HOST = 8,
 	SIM_MAX_EVENTS = 64,
 	SIM_MAX_XRC_SRQ = 8,
+	SIM_MAX_MW = 16,
 };
 
 struct sim;
@@ -105,6 +108,8 @@ struct sim_host {
 	uint32_t nmr;
 	struct sim_srq *xrc_srq[SIM_MAX_XRC_SRQ]; /* by SRQ number - 1 */
 	uint32_t nxrc_srq;
+	struct roce_mw mw[SIM_MAX_MW]; /* memory windows by number (roce_mw_index) */
+	uint32_t nmw;
 };
 
 /* What sim_qp_new() needs: the ibv_qp_init_attr of a verbs QP. */
@@ -201,8 +206,18 @@ struct sim_host *sim_host_new(struct sim *s);
  * region's IOVA is its address. Returns the key (lkey and rkey: slot index and a key byte).
  */
 uint32_t sim_mr_reg(struct sim_host *h, uint32_t pd, void *addr, uint64_t len, int access);
-/* Deregister: the key no longer works (a stale key fails with ROCE_MEM_KEY). */
-void sim_mr_dereg(struct sim_host *h, uint32_t key);
+/*
+ * Deregister: the key no longer works (a stale key fails with ROCE_MEM_KEY). 0, or EBUSY while
+ * a memory window is bound to the region (rxe_dereg_mr, IBA 10.6.7.2.6), which stays.
+ */
+int sim_mr_dereg(struct sim_host *h, uint32_t key);
+
+/* A memory window of @type on PD @pd (ibv_alloc_mw); returns its R_Key. */
+uint32_t sim_mw_alloc(struct sim_host *h, uint32_t pd, enum ibv_mw_type type);
+/* ibv_dealloc_mw: the window grants nothing more, and leaves its region. */
+void sim_mw_dealloc(struct sim_host *h, uint32_t rkey);
+/* The window of R_Key @rkey's number (whatever its key byte), or NULL. */
+struct roce_mw *sim_mw(struct sim_host *h, uint32_t rkey);
 
 struct sim_cq *sim_cq_new(void);
 void sim_cq_free(struct sim_cq *cq);
@@ -254,7 +269,8 @@ void sim_ud_ready(struct sim_qp *qp, uint32_t qkey, enum ibv_mtu mtu);
 struct ibv_ah *sim_ah_new(struct sim_host *h, const struct sim_host *to);
 
 /*
- * ibv_post_send of one WR (wr->next ignored; XRC: wr->qp_type.xrc.remote_srqn), filled as
+ * ibv_post_send of one WR (wr->next ignored; XRC: wr->qp_type.xrc.remote_srqn; BIND_MW: the
+ * window by wr->bind_mw.mw->rkey, the region by bind_info.mr->lkey), filled as
  * verbs-shim/qp_post.c does: 0, EINVAL
  * (bad SGE count, inline too long, state before RTS) or ENOMEM (queue full). Posting in SQE or
  * ERR flushes the WR at once. The QP's packets are then sent.

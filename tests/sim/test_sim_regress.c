@@ -464,3 +464,24 @@ Test(sim_regress, read_resource_counters_wrap)
 	}
 	cr_assert_eq(memcmp(p.abuf, p.bbuf, 9 * 64), 0, "every READ brought its own bytes");
 }
+
+/*
+ * A receive WQE whose entry its region does not hold (the region moved, as ibv_rereg_mr with
+ * IBV_REREG_MR_CHANGE_TRANSLATION moves it under WQEs already posted) is a malformed WQE, as a
+ * bad key is: a remote operational error NAK, LOC_PROT_ERR on the receive. It was taken for a
+ * receive too short for the message (an invalid request NAK, LOC_LEN_ERR), which rdma-core's
+ * test_mr_rereg_addr refuses.
+ */
+Test(sim_regress, receive_outside_its_region_is_malformed)
+{
+	uint32_t head;
+
+	sim_pair_init(&p, IBV_QPT_RC, NULL, NULL, 13, 1 << 16);
+	head = sim_mr_reg(p.hb, 1, p.bbuf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	cr_assert_eq(sim_recv(p.b, 50, p.bbuf + 8192, 1000, head), 0);
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_SEND, p.abuf, 500, p.akey, 0, 0, 0), 0);
+	run_idle();
+	cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_REM_OP_ERR);
+	cr_assert_eq(sim_expect_wc(p.b_rcq).status, IBV_WC_LOC_PROT_ERR);
+	cr_assert_eq(p.b->nevents, 0, "a completion error raises no event");
+}
