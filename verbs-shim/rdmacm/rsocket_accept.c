@@ -273,7 +273,16 @@ UROCE_EXPORT int rshutdown(int socket, int how)
 			goto out;
 		ctrl = RS_CTRL_DISCONNECT;
 	}
-	if (!rs_ctrl_avail(rs))
+	/*
+	 * A disconnect leaves once the data before it is acknowledged (rdma-core's rshutdown
+	 * posts it at once and waits afterwards). rdma-core's rpoll reports POLLHUP beside POLLIN
+	 * when one CQ poll takes the last data and the disconnect, and rstream -T a takes any
+	 * POLLHUP for a failure: sent together, as a burst of uroce's leaves, they would arrive
+	 * together; a round trip apart, the peer has taken the data first.
+	 */
+	if (ctrl == RS_CTRL_DISCONNECT)
+		ret = rs_process_cq(rs, false, rs_conn_all_sends_done);
+	if (!ret && !rs_ctrl_avail(rs))
 		ret = rs_process_cq(rs, false, rs_conn_can_send_ctrl);
 	if (!ret && rs->state == RS_CONNECTED && rs_ctrl_avail(rs)) {
 		rs->ctrl_seqno++;
