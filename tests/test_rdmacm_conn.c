@@ -3,6 +3,7 @@
  * rdma_cm connections between two processes through uroce's librdmacm.so.1 (a forked server
  * and the test as client, on loopback): private data both ways as rdma_cm delivers it (the
  * cma header stripped), a rejection with private data, disconnection from the passive side,
+ * a synchronous listener's children each on a channel of its own,
  * the private data budgets, 1,000 connections set up and torn down without leaking memory or
  * descriptors, and connections made and torn down while UROCE_FAULTS drops 10 % of all
  * packets (CM MADs included: the CM's retries recover them). The client's capture of the first
@@ -425,6 +426,72 @@ Test(rdmacm_conn, passive_side_disconnects, .timeout = 60)
 	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
 	cr_assert_eq(rdma_disconnect(id), 0, "answers the DREQ (DREP)");
 	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	server_exits_cleanly(server);
+}
+
+/*
+ * Server, synchronous (librdmacm's "synchronous operation": ids made without a channel): each
+ * child rdma_get_request returns has a channel of its own (librdmacm's ucma_process_conn_req
+ * migrates it), rdma_accept returns once the connection is ESTABLISHED, which the child
+ * holds in id->event, and each child's DISCONNECTED comes on its own channel, none on the
+ * listener's.
+ */
+static void accept_two_synchronously(uint16_t port)
+{
+	struct sockaddr_in at = lo4(port);
+	struct rdma_conn_param p = param(NULL, 0, 0x123);
+	struct rdma_cm_id *l, *child[2];
+	struct pollfd pfd;
+
+	need(rdma_create_id(NULL, &l, NULL, RDMA_PS_TCP) == 0, "rdma_create_id: %s",
+	     strerror(errno));
+	need(rdma_bind_addr(l, (struct sockaddr *)&at) == 0, "rdma_bind_addr: %s", strerror(errno));
+	need(rdma_listen(l, 4) == 0, "rdma_listen: %s", strerror(errno));
+	listening();
+	for (int i = 0; i < 2; i++) {
+		need(rdma_get_request(l, &child[i]) == 0, "rdma_get_request: %s", strerror(errno));
+		need(child[i]->channel && child[i]->channel != l->channel,
+		     "child %d has a channel of its own", i);
+		need(child[i]->event && child[i]->event->event == RDMA_CM_EVENT_CONNECT_REQUEST,
+		     "child %d holds its CONNECT_REQUEST", i);
+		need(rdma_accept(child[i], &p) == 0, "rdma_accept: %s", strerror(errno));
+		need(child[i]->event && child[i]->event->event == RDMA_CM_EVENT_ESTABLISHED,
+		     "child %d: rdma_accept returned with %s, not ESTABLISHED", i,
+		     child[i]->event ? rdma_event_str(child[i]->event->event) : "no event");
+	}
+	for (int i = 0; i < 2; i++) {
+		rdma_ack_cm_event(child[i]->event);
+		rdma_ack_cm_event(expect(child[i]->channel, RDMA_CM_EVENT_DISCONNECTED));
+		need(rdma_disconnect(child[i]) == 0, "rdma_disconnect: %s", strerror(errno));
+	}
+	pfd = (struct pollfd){.fd = l->channel->fd, .events = POLLIN};
+	need(poll(&pfd, 1, 0) == 0, "an event waits on the listener's channel");
+	for (int i = 0; i < 2; i++)
+		rdma_destroy_id(child[i]);
+	rdma_destroy_id(l);
+}
+
+Test(rdmacm_conn, synchronous_listener_children_have_own_channels, .timeout = 60)
+{
+	pid_t server = fork_server(accept_two_synchronously, 7508);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id[2];
+
+	for (int i = 0; i < 2; i++) {
+		struct rdma_conn_param p = param(NULL, 0, 0x456 + (uint32_t)i);
+
+		id[i] = resolved(ch, 7508);
+		cr_assert_eq(rdma_connect(id[i], &p), 0);
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE));
+		cr_assert_eq(rdma_establish(id[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(rdma_disconnect(id[i]), 0);
+	for (int i = 0; i < 2; i++)
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	for (int i = 0; i < 2; i++)
+		rdma_destroy_id(id[i]);
 	rdma_destroy_event_channel(ch);
 	server_exits_cleanly(server);
 }

@@ -287,8 +287,11 @@ UROCE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rd
 		to_cma_id(e->ev.id)->events_out++;
 	pthread_mutex_unlock(&acks.lock);
 	pthread_mutex_unlock(&c->lock);
-	if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id)
+	if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id) {
 		atomic_fetch_sub(&to_cma_id(e->ev.listen_id)->requests_waiting, 1);
+		if (to_cma_id(e->ev.listen_id)->sync)
+			cma_request_taken(e->ev.id);
+	}
 	if (e->attach && e->ev.id->qp) {
 		int err = ibv_attach_mcast(e->ev.id->qp, &e->ev.param.ud.ah_attr.grh.dgid, 0);
 

@@ -365,6 +365,19 @@ UROCE_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	return err ? cma_fail(err) : 0;
 }
 
+void cma_request_taken(struct rdma_cm_id *child)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (!ch)
+		return;
+	/* The CM thread reads id->channel when it queues the child's next event. */
+	pthread_mutex_lock(&cma_cm.lock);
+	child->channel = ch;
+	to_cma_id(child)->sync = true;
+	cma_cm_unlock();
+}
+
 /* A synchronous listener: wait for a connection request. 0 and *@id, or -1 with errno. */
 UROCE_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 {

@@ -184,6 +184,15 @@ struct ibv_pd *cma_default_pd(struct ibv_context *ctx);
  */
 int cma_complete(struct rdma_cm_id *id);
 
+/*
+ * A connection request of a synchronous listener was taken: its new id @child gets an event
+ * channel of its own and is synchronous too, so that its calls (rdma_accept waits for
+ * ESTABLISHED) wait on its own events alone, as librdmacm's ucma_process_conn_req migrates
+ * it. Should the channel not be made (EMFILE, ENOMEM), the child stays on its listener's
+ * channel, asynchronous.
+ */
+void cma_request_taken(struct rdma_cm_id *child);
+
 /* addr.c: give up the port @id holds, and its path. */
 void cma_release(struct cma_id *id);
 
