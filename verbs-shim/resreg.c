@@ -252,26 +252,31 @@ void uroce_resreg_del(const char *dev, enum uroce_res kind, uint32_t tag)
 	pthread_mutex_unlock(&lock);
 }
 
-/* Write record @r: @used, on device @d, from @q; its port is the handle's (sticky). */
+/*
+ * Write record @r: @used, on device @d, from @q; its port is the handle's (sticky). A seqlock:
+ * the sequence is odd while the fields change. Each field is stored with release order, so
+ * that a reader that sees a new field (acquire, read_qp) also sees the odd sequence before it,
+ * and retries; release stores in place of a release fence, which ThreadSanitizer cannot
+ * model.
+ */
 static void write_qp(struct resreg_qp *r, uint32_t used, uint32_t d, const struct uroce_res_qp *q,
 		     uint8_t port)
 {
 	uint32_t seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
 
 	__atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&r->used, used, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->dev, d, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->lqpn, q->lqpn, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->rqpn, q->rqpn, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->rq_psn, q->rq_psn, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->sq_psn, q->sq_psn, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->pdn, q->pdn, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->has_pd, q->has_pd, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->port, port, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->type, q->type, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->state, q->state, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->mig, q->mig, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->used, used, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->dev, d, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->lqpn, q->lqpn, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->rqpn, q->rqpn, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->rq_psn, q->rq_psn, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->sq_psn, q->sq_psn, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->pdn, q->pdn, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->has_pd, q->has_pd, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->port, port, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->type, q->type, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->state, q->state, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->mig, q->mig, __ATOMIC_RELEASE);
 	__atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
 }
 

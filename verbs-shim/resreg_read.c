@@ -91,8 +91,12 @@ struct reader {
 	const struct uroce_resreg_visitor *v;
 };
 
-/* A whole copy of record @r into @q (its device in *dev), or false: free, or changing for as
- * long as the reader tried. */
+/*
+ * A whole copy of record @r into @q (its device in *dev), or false: free, or changing for as
+ * long as the reader tried. Each field is loaded with acquire order, so that the sequence's
+ * second load comes after them all and a field the writer changed meanwhile shows as a new
+ * sequence (write_qp).
+ */
 static bool read_qp(const struct resreg_qp *r, uint32_t *dev, struct uroce_res_qp *q)
 {
 	for (int i = 0; i < READ_TRIES; i++) {
@@ -100,19 +104,18 @@ static bool read_qp(const struct resreg_qp *r, uint32_t *dev, struct uroce_res_q
 
 		if (seq & 1)
 			continue;
-		used = __atomic_load_n(&r->used, __ATOMIC_RELAXED);
-		*dev = __atomic_load_n(&r->dev, __ATOMIC_RELAXED);
-		q->lqpn = __atomic_load_n(&r->lqpn, __ATOMIC_RELAXED);
-		q->rqpn = __atomic_load_n(&r->rqpn, __ATOMIC_RELAXED);
-		q->rq_psn = __atomic_load_n(&r->rq_psn, __ATOMIC_RELAXED);
-		q->sq_psn = __atomic_load_n(&r->sq_psn, __ATOMIC_RELAXED);
-		q->pdn = __atomic_load_n(&r->pdn, __ATOMIC_RELAXED);
-		q->has_pd = __atomic_load_n(&r->has_pd, __ATOMIC_RELAXED);
-		q->port = (uint8_t)__atomic_load_n(&r->port, __ATOMIC_RELAXED);
-		q->type = (uint8_t)__atomic_load_n(&r->type, __ATOMIC_RELAXED);
-		q->state = (uint8_t)__atomic_load_n(&r->state, __ATOMIC_RELAXED);
-		q->mig = (uint8_t)__atomic_load_n(&r->mig, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		used = __atomic_load_n(&r->used, __ATOMIC_ACQUIRE);
+		*dev = __atomic_load_n(&r->dev, __ATOMIC_ACQUIRE);
+		q->lqpn = __atomic_load_n(&r->lqpn, __ATOMIC_ACQUIRE);
+		q->rqpn = __atomic_load_n(&r->rqpn, __ATOMIC_ACQUIRE);
+		q->rq_psn = __atomic_load_n(&r->rq_psn, __ATOMIC_ACQUIRE);
+		q->sq_psn = __atomic_load_n(&r->sq_psn, __ATOMIC_ACQUIRE);
+		q->pdn = __atomic_load_n(&r->pdn, __ATOMIC_ACQUIRE);
+		q->has_pd = __atomic_load_n(&r->has_pd, __ATOMIC_ACQUIRE);
+		q->port = (uint8_t)__atomic_load_n(&r->port, __ATOMIC_ACQUIRE);
+		q->type = (uint8_t)__atomic_load_n(&r->type, __ATOMIC_ACQUIRE);
+		q->state = (uint8_t)__atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+		q->mig = (uint8_t)__atomic_load_n(&r->mig, __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) == seq)
 			return used;
 	}
