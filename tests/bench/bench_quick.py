@@ -9,7 +9,8 @@ columns of its baselines, each cell with a figure; results.csv has a positive fi
 every workload on uroce, UDP (no connections) and TCP, for the latencies on UDP through
 io_uring, for the tails (typical, 99th and 99.9th percentile, in that order) of ib_send_lat,
 ib_write_lat and ib_read_lat on uroce and of the io_uring ping-pong, for the middleware (UCX's
-tag_lat and tag_bw, Open MPI's ping-pong with its tail, in order) on uroce and TCP, for the latency with
+tag_lat and tag_bw, Open MPI's ping-pong with its tail, in order) and rstream -S 65536 on uroce
+and TCP, for the latency with
 completion events on uroce (ib_send_lat -e) and on the blocking UDP ping-pong, for the 64 B
 stream on the busy sendmmsg/recvmmsg baseline and for ib_send_bw's 64 B message rate on
 uroce; latencies under a second and connections that completed; both SVG plots parse as XML
@@ -45,7 +46,8 @@ SECTIONS = {"Latency": (["2 B", "4 KiB"],
                             "Open MPI ping-pong 8 B, one way, 99th percentile (us)",
                             "Open MPI ping-pong 8 B, one way, 99.9th percentile (us)",
                             "Open MPI ping-pong 1 MiB, both directions' bytes (Gb/s)"],
-                           ["uroce / TCP"])}
+                           ["uroce / TCP"]),
+            "rsockets": (["`rstream -S 65536`, both directions' bytes (Gb/s)"], ["uroce / TCP"])}
 TAILS = ["typical", "p99", "p99.9"]
 # The figures results.csv must hold: (section, points, systems, metrics).
 FIGURES = [("latency", [2, 4096], ["uroce", "udp", "udp-uring", "tcp"], ["latency"]),
@@ -61,7 +63,8 @@ FIGURES = [("latency", [2, 4096], ["uroce", "udp", "udp-uring", "tcp"], ["latenc
            ("middleware", [0], ["uroce", "tcp"], ["ucx tag_lat 8B latency",
                                                   "ucx tag_bw 1MiB bandwidth", "mpi 8B typical",
                                                   "mpi 8B p99", "mpi 8B p99.9",
-                                                  "mpi 1MiB bandwidth"])]
+                                                  "mpi 1MiB bandwidth"]),
+           ("rsockets", [0], ["uroce", "tcp"], ["rstream 64KiB bandwidth"])]
 # Sane figures by a metric's last word (the tails': "PROGRAM typical", "PROGRAM p99", ...).
 LATENCY = (0.1, 1e6)
 SANE = {"latency": LATENCY, "bandwidth": (1e-4, 1e4), "rate": (1e-4, 1e3), "connect": (0.1, 1e7),

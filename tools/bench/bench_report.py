@@ -2,11 +2,13 @@
 """uroce-bench's report: the Markdown tables, the CSV of every run and the SVG plots.
 
 A result is (section, x, system, repetition, metric, value): section is latency, tails,
-events, bandwidth, bidirectional, rate (ib_send_bw's message rate), connect or middleware; x
-the message size or the connection count (0 in middleware, whose metrics name their size);
+events, bandwidth, bidirectional, rate (ib_send_bw's message rate), connect, middleware or
+rsockets; x the message size or the connection count (0 in middleware and rsockets, whose
+metrics name their size);
 system uroce, hardware, udp, udp-uring, udp-blocking, udp-mmsg or tcp. The tails' metrics are
 "PROGRAM typical", "PROGRAM p99" and "PROGRAM p99.9", PROGRAM a perftest latency program or,
-on the io_uring baseline, "ping-pong"; the middleware's are those of MIDDLEWARE_ROWS.
+on the io_uring baseline, "ping-pong"; the middleware's and the rsockets' are those of
+VERSUS_TCP_ROWS.
 """
 import csv
 import math
@@ -49,6 +51,12 @@ MIDDLEWARE_ROWS = (
     ("mpi 8B p99.9", "Open MPI ping-pong 8 B, one way, 99.9th percentile (us)", True),
     ("mpi 1MiB bandwidth", "Open MPI ping-pong 1 MiB, both directions' bytes (Gb/s)", False),
 )
+# The rsockets table's row, the same way.
+RSOCKET_ROWS = (
+    ("rstream 64KiB bandwidth", "`rstream -S 65536`, both directions' bytes (Gb/s)", False),
+)
+# The sections whose table sets uroce against TCP, row by row.
+VERSUS_TCP_ROWS = {"middleware": MIDDLEWARE_ROWS, "rsockets": RSOCKET_ROWS}
 
 # The report's tables: (title, section, metric, fixed x or None, x heading, lower is better,
 # what it measures).
@@ -105,6 +113,12 @@ TABLES = [
      "with `--mca pml ucx --mca osc ucx --mca btl self` and those UCX_TLS through uroce-run, "
      "`--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo` for TCP. The last "
      "column says which is ahead."),
+    ("rsockets", "rsockets", None, None, "workload", None,
+     "rdma-core's rsockets between two processes on uroce against the same program over the "
+     "kernel's TCP, medians of the runs: Debian's `rstream -S 65536 -C N` (blocking calls; "
+     "each iteration sends N transfers of 64 KiB one way and N back; N: the bandwidth "
+     "workload's bytes, at least 1,000) through uroce-run, and `rstream -T s` (its socket "
+     "mode) on 127.0.0.1. The last column says which is ahead."),
     ("Connection setup", "connect", "connect", None, "connections", True,
      "Microseconds per connection, N connections started at once until all are established "
      "(lower is better). uroce and hardware: Debian's `cmtime -c N` (its `connect` step); "
@@ -169,14 +183,15 @@ def planned(section, x, system):
     is a latency baseline of single datagrams (and the tails' baseline), the blocking
     ping-pong the baseline of the events workload alone (which the other baselines do not
     run), the busy sendmmsg stream the message rate's alone; ib_send_bw's message rate
-    (rate) runs on the RDMA systems alone, the middleware on uroce and TCP alone."""
+    (rate) runs on the RDMA systems alone, the middleware and rsockets on uroce and TCP
+    alone."""
     if system == "udp-uring":
         return section in ("latency", "tails") and x <= URING_MAX
     if system == "udp-blocking":
         return section == "events"
     if system == "udp-mmsg":
         return section == "bandwidth" and x == RATE_SIZE
-    if section == "middleware":
+    if section in VERSUS_TCP_ROWS:
         return system in ("uroce", "tcp")
     if section in ("events", "rate", "tails"):
         return system in ("uroce", "hardware")
@@ -250,8 +265,8 @@ def table(results, systems, spec):
     title, section, metric, fixed, xname, lower, what = spec
     if section == "tails":
         return tails_table(results, systems, spec)
-    if section == "middleware":
-        return middleware_table(results, systems, spec)
+    if section in VERSUS_TCP_ROWS:
+        return versus_tcp_table(results, systems, spec)
     xs = sorted({x for (s, x, _, _, m, _) in results if s == section and m == metric})
     if fixed is not None:
         xs = [x for x in xs if x == fixed]
@@ -303,9 +318,9 @@ def tails_table(results, systems, spec):
     return out + [""]
 
 
-def middleware_table(results, systems, spec):
-    """The middleware table: a row per MIDDLEWARE_ROWS metric that ran, uroce's and TCP's
-    medians, their ratio and which is ahead."""
+def versus_tcp_table(results, systems, spec):
+    """The middleware's or the rsockets' table: a row per VERSUS_TCP_ROWS metric of the
+    section that ran, uroce's and TCP's medians, their ratio and which is ahead."""
     title, section, _, _, xname, _, what = spec
     ran = {m for (s, _, _, _, m, _) in results if s == section}
     if not ran:
@@ -316,7 +331,7 @@ def middleware_table(results, systems, spec):
         head += ["uroce / TCP", "ahead"]
     out = [f"## {title}", "", what, "", "| " + " | ".join(head) + " |",
            "|" + "---|" * len(head)]
-    for metric, name, lower in MIDDLEWARE_ROWS:
+    for metric, name, lower in VERSUS_TCP_ROWS[section]:
         if metric not in ran:
             continue
         vs = [values(results, section, metric, 0, sy) for sy in here]

@@ -28,6 +28,9 @@ Workloads (between two processes on one host):
               UCX_TLS on uroce, through pml ob1 with btl tcp,self on TCP (lo). Needs Debian's
               ucx-utils, openmpi-bin and libopenmpi-dev: without them the section is skipped
               with a line saying why (named in --sections, an error)
+  rsockets    rdma-core's rsockets against the kernel's TCP: Debian's rstream -S 65536 (64 KiB
+              transfers, blocking calls; Gb/s) through uroce-run, and the same rstream in its
+              socket mode (-T s) over TCP on 127.0.0.1
 Systems:
   uroce       unmodified perftest (ib_send_lat, with -e for events, ib_write_bw; for tails
               also ib_write_lat and ib_read_lat, for the rate also ib_send_bw) and cmtime
@@ -37,7 +40,7 @@ Systems:
               skipped with a line saying why otherwise
   UDP, TCP    the latency, bandwidth, rate and connect workloads over the kernel's sockets
               (uroce-sockbench); TCP is also the middleware's baseline (UCX's tcp transport,
-              Open MPI's btl tcp)
+              Open MPI's btl tcp) and the rsockets' (rstream -T s)
   UDP io_uring
               the latency ping-pong over UDP through io_uring, polling its completions
               without sleeping (uroce-sockbench udp latency --uring; sizes up to 4 KiB); also
@@ -65,7 +68,7 @@ Options:
   --reps N         repetitions (default 3)
   --out DIR        where the report goes (default: uroce-bench-report)
   --sections LIST  a comma-separated subset of latency,tails,events,bandwidth,rate,connect,
-                   middleware
+                   middleware,rsockets
   --systems LIST   a comma-separated subset of uroce,hardware,udp,udp-uring,udp-blocking,
                    udp-mmsg,tcp (default: all; hardware only where a device is found).
                    Named here, hardware without a device is an error (exit 1), not a skip
@@ -101,7 +104,8 @@ PROG = "uroce-bench"
 # The version of the uroce this tool was built with (CMake fills it in). The library itself is
 # not loaded here: a sanitized build of it cannot be loaded into python.
 VERSION = "@PROJECT_VERSION@"
-SECTIONS = ("latency", "tails", "events", "bandwidth", "rate", "connect", "middleware")
+SECTIONS = ("latency", "tails", "events", "bandwidth", "rate", "connect", "middleware",
+            "rsockets")
 SYSTEMS = ("uroce", "hardware", "udp", "udp-uring", "udp-blocking", "udp-mmsg", "tcp")
 # Where the kernel lists RDMA devices; UROCE_BENCH_SYSFS names another folder (for tests).
 SYSFS = os.environ.pop("UROCE_BENCH_SYSFS", "/sys/class/infiniband")
@@ -539,6 +543,32 @@ def mpi_row(r, p, system):
             "mpi 8B p99.9": number(m[3]), "mpi 1MiB bandwidth": scaled(number(m[4]), 8 / 1e3)}
 
 
+# rstream's transfer size in the rsockets workload.
+RSTREAM_SIZE = 65536
+
+
+def rstream_row(r, p, system):
+    """rstream -S 65536 between two processes (metric "rstream 64KiB bandwidth", Gb/s): over
+    uroce's rsockets through uroce-run, over TCP in rstream's socket mode (-T s). Each of
+    rstream's iterations sends -C transfers one way and as many back; the transfer count
+    gives the bandwidth workload's bytes (at least rstream's own 1,000)."""
+    count = max(1000, p["bw_bytes"] // RSTREAM_SIZE // 2)
+    # Both sides need the same size and count: each runs the exchange's own half.
+    srv = ["rstream", "-p", str(r.a.tcp_port), "-S", str(RSTREAM_SIZE), "-C", str(count)]
+    if system == "uroce":
+        srv = [os.path.join(BIN, "uroce-run")] + srv
+    else:
+        srv += ["-T", "s"]
+    cli = srv + ["-s", "127.0.0.1"]
+    out = r.pair(system, [], "log" if system == "uroce" else "tcp", RUN_TIMEOUT, (srv, cli))
+    # rstream's row: name bytes xfers iters total time Gb/sec usec/xfer
+    for line in (out or "").splitlines():
+        cols = line.split()
+        if cols[:1] == ["custom"] and len(cols) >= 8:
+            return {"rstream 64KiB bandwidth": number(cols[6])}
+    return {}
+
+
 def workloads(a, p):
     """(section, size or count, what, function, systems) for every measurement point, in run
     order: what names the program where a section runs several at one point (else ""),
@@ -574,6 +604,8 @@ def workloads(a, p):
         w += [("middleware", 0, f"ucx_perftest {t}", lambda r, sy, t=t: ucx_row(r, p, sy, t),
                None) for t in ("tag_lat", "tag_bw")]
         w += [("middleware", 0, "MPI ping-pong", lambda r, sy: mpi_row(r, p, sy), None)]
+    if "rsockets" in a.sections:
+        w += [("rsockets", 0, "rstream", lambda r, sy: rstream_row(r, p, sy), None)]
     return w
 
 
@@ -581,7 +613,7 @@ def programs(a):
     """The RDMA programs the uroce and hardware runs of @a.sections need."""
     need = {"latency": ["ib_send_lat"], "events": ["ib_send_lat"],
             "tails": list(TAIL_PROGRAMS), "bandwidth": ["ib_write_bw"],
-            "rate": ["ib_write_bw", "ib_send_bw"], "connect": ["cmtime"], "middleware": []}
+            "rate": ["ib_write_bw", "ib_send_bw"], "connect": ["cmtime"], "middleware": [], "rsockets": ["rstream"]}
     return sorted({prog for s in a.sections for prog in need[s]})
 
 
