@@ -30,6 +30,21 @@ wait "$server"
 server_rc=$?
 server=
 rows=$(grep -cE '^[0-9]+[kmg]? +[0-9]+ +=[0-9]+' "$dir/client.out")
+server_rows=$(grep -cE '^[0-9]+[kmg]? +[0-9]+ +=[0-9]+' "$dir/server.out")
+# ofi_rxm's teardown (docs/UNSUPPORTED.md, "libfabric's verbs;ofi_rxm at teardown"): after
+# every size passed on both sides, one side may read "Work Request Flushed Error" from its CQ
+# as it closes and exit 125 (in an instrumented failing run no uroce QP went to the error state
+# and uroce flushed no work request: the error is made above uroce). Taken as passed only so: one side 125 with that error, the other 0, and both with
+# every size's row.
+teardown_flush() { # RC OUT
+	(($1 == 125)) && grep -q 'cq_readerr: Work Request Flushed Error' "$2"
+}
+if ((rows > 0 && rows == server_rows)) &&
+	{ { teardown_flush "$server_rc" "$dir/server.out" && ((client_rc == 0)); } ||
+		{ teardown_flush "$client_rc" "$dir/client.out" && ((server_rc == 0)); }; }; then
+	echo "fi-pingpong.sh: known ofi_rxm teardown flush after all $rows sizes (UNSUPPORTED.md)" >&2
+	server_rc=0 client_rc=0
+fi
 if ((server_rc != 0 || client_rc != 0 || rows == 0)); then
 	echo "FAIL: fi_pingpong -p '$prov' -e $ep ($pair_where): server exited $server_rc, client $client_rc" >&2
 	tail -n 20 "$dir/server.out" "$dir/client.out" >&2
