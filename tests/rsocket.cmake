@@ -67,6 +67,12 @@ foreach(_entry ${_rs_cases})
   math(EXPR _rs_cm "${_rs_cm} + 1")
 endforeach()
 
+# The defaults of /etc/rdma/rsocket/ (rsocket/conf.sh: root, a mount namespace of its own).
+add_test(NAME rsocket_conf
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket/conf.sh $<TARGET_FILE:rs_check> "${UROCE_SANITIZE}")
+set_tests_properties(rsocket_conf PROPERTIES LABELS "shim;integration;rsocket" TIMEOUT 60
+                     SKIP_RETURN_CODE 77)
+
 # An ordinary socket program of our own (rsocket/sock_echo.c) over rsockets through Debian's
 # librspreload.so (rsocket/preload.sh).
 add_executable(sock_echo rsocket/sock_echo.c)

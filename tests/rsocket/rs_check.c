@@ -4,6 +4,9 @@
  * process over uroce, each check naming what it expects.
  *   rs_check server PORT         serves connections until told to stop (or killed)
  *   rs_check client ADDR PORT [reset]
+ *   rs_check defaults SNDBUF RCVBUF SQSIZE RQSIZE INLINE IOMAPSIZE
+ *                                a new stream socket's options are these (the defaults of
+ *                                /etc/rdma/rsocket/, tests/rsocket/conf.sh)
  * The client connects once per check and tells the server by its first byte what to do: echo
  * ('E'), close at once ('C'), publish an iomap and check what lands there ('R'), or exit
  * without closing ('K': the connection is reset, checked with "reset" on one host only, where
@@ -403,6 +406,34 @@ static void check_reset(const struct sockaddr_in *a)
 	rclose(s);
 }
 
+/* A new stream socket's options, each against its expected value in @want. */
+static int check_defaults(char **want)
+{
+	static const struct {
+		int level, name;
+		const char *what;
+	} opt[] = {{SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF"},
+		   {SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF"},
+		   {SOL_RDMA, RDMA_SQSIZE, "RDMA_SQSIZE"},
+		   {SOL_RDMA, RDMA_RQSIZE, "RDMA_RQSIZE"},
+		   {SOL_RDMA, RDMA_INLINE, "RDMA_INLINE"},
+		   {SOL_RDMA, RDMA_IOMAPSIZE, "RDMA_IOMAPSIZE"}};
+	int s = rsocket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(s >= 0, "rsocket");
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
+		int v = -1;
+		socklen_t len = sizeof(v);
+
+		CHECK(rgetsockopt(s, opt[i].level, opt[i].name, &v, &len) == 0 &&
+			      v == atoi(want[i]),
+		      "%s is %d, not %s", opt[i].what, v, want[i]);
+	}
+	rclose(s);
+	printf("rs_check: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in a, nobody;
@@ -410,8 +441,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "server"))
 		return server(atoi(argv[2]));
+	if (argc == 8 && !strcmp(argv[1], "defaults"))
+		return check_defaults(argv + 2);
 	if (argc < 4 || strcmp(argv[1], "client"))
-		DIE("usage: rs_check server PORT | rs_check client ADDR PORT [reset]");
+		DIE("usage: rs_check server PORT | rs_check client ADDR PORT [reset] | "
+		    "rs_check defaults SNDBUF RCVBUF SQSIZE RQSIZE INLINE IOMAPSIZE");
 	a = addr_of(argv[2], atoi(argv[3]));
 	nobody = addr_of(argv[2], atoi(argv[3]) + 1);
 	check_bad_input();

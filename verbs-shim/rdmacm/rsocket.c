@@ -131,13 +131,15 @@ struct rs *rs_alloc(const struct rs *inherit, int type)
 		rs->tcp_opts = inherit->tcp_opts;
 		rs->keepalive_time = inherit->keepalive_time;
 	} else {
-		rs->sbuf_size = RS_DEF_WMEM;
-		rs->rbuf_size = RS_DEF_MEM;
-		rs->sq_inline = RS_DEF_INLINE;
-		rs->sq_size = RS_DEF_SQSIZE;
-		rs->rq_size = RS_DEF_RQSIZE;
+		const struct rs_conf *c = rs_conf();
+
+		rs->sbuf_size = c->wmem;
+		rs->rbuf_size = c->mem;
+		rs->sq_inline = c->inline_size;
+		rs->sq_size = c->sq_size;
+		rs->rq_size = c->rq_size;
 		rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
-		rs->target_iomap_size = 0;
+		rs->target_iomap_size = type == SOCK_STREAM ? c->iomap_size : 0;
 	}
 	pthread_mutex_init(&rs->lock, NULL);
 	pthread_mutex_init(&rs->wait_lock, NULL);

@@ -423,7 +423,7 @@ int rs_process_cq(struct rs *rs, bool nonblock, bool (*test)(struct rs *rs))
 	return err ? rs_fail(err) : 0;
 }
 
-/* As rs_process_cq, spinning RS_POLL_SPIN_US before it sleeps (rdma-core's rs_get_comp). */
+/* As rs_process_cq, spinning polling_time before it sleeps (rdma-core's rs_get_comp). */
 int rs_get_comp(struct rs *rs, bool nonblock, bool (*test)(struct rs *rs))
 {
 	struct timespec t0, t;
@@ -436,7 +436,7 @@ int rs_get_comp(struct rs *rs, bool nonblock, bool (*test)(struct rs *rs))
 			return -1;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 >
-		    RS_POLL_SPIN_US)
+		    rs_conf()->polling_us)
 			break;
 	}
 	return rs_process_cq(rs, false, test);

@@ -59,7 +59,7 @@
 #define RS_DEF_INLINE      64
 #define RS_DEF_MEM         (1u << 17) /* receive buffer */
 #define RS_DEF_WMEM        (1u << 17) /* send buffer */
-#define RS_POLL_SPIN_US    10         /* rdma-core's polling_time: spin before sleeping */
+#define RS_DEF_POLLING_US  10         /* rdma-core's polling_time: spin before sleeping */
 
 /* wire: the op in bits 31..29 of the immediate data. */
 enum rs_op {
@@ -245,6 +245,17 @@ static inline int rs_fail(int err)
 /* rdma-core's scale of the iomap size in a byte (rs_value_to_scale, rs_scale_to_value). */
 int rs_value_to_scale(int value, int bits);
 int rs_scale_to_value(int value, int bits);
+
+/* rsocket_conf.c: the defaults of /etc/rdma/rsocket/ (rdma-core's rs_configure) */
+struct rs_conf {
+	uint32_t polling_us;       /* polling_time */
+	uint16_t inline_size;      /* inline_default */
+	uint16_t sq_size, rq_size; /* sqsize_default, rqsize_default */
+	uint32_t mem, wmem;        /* mem_default, wmem_default */
+	uint16_t iomap_size;       /* iomap_size, in entries */
+};
+/* The defaults, read from the files at the first call (thread-safe); never NULL. */
+const struct rs_conf *rs_conf(void);
 
 /* rsocket_conn.c: the endpoint (CQ, QP, buffers) and the handshake's private data */
 int rs_create_ep(struct rs *rs);

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/select.h>
 #include <unistd.h>
@@ -200,13 +201,22 @@ UROCE_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	static __thread struct pollfd *rfds;
 	static __thread nfds_t rcap;
 	uint64_t start = rs_now_ms();
+	struct timespec t0, t;
 	int cnt, wfd, left;
 
 	if (!fds && nfds)
 		return rs_fail(EINVAL);
-	cnt = rs_poll_check(fds, nfds, false);
-	if (cnt || !timeout)
-		return cnt;
+	/* rdma-core's rpoll: look again for polling_time microseconds before sleeping. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		cnt = rs_poll_check(fds, nfds, false);
+		if (cnt || !timeout)
+			return cnt;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 >=
+		    rs_conf()->polling_us)
+			break;
+	}
 	if (nfds + 1 > rcap) {
 		struct pollfd *n = realloc(rfds, sizeof(*n) * (nfds + 1));
 
