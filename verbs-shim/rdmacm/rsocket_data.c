@@ -496,18 +496,16 @@ int rs_wait_send(struct rs *rs, int flags)
 }
 
 /*
- * The size of the next transfer of @left bytes (rdma-core's rsend): *@olen, which doubles from
- * RS_OLAP_START_SIZE up to RS_MAX_TRANSFER so that the first bytes leave while the rest are
- * copied, within the send buffer's free bytes.
+ * The size of the next transfer of @left bytes: as much as RS_MAX_TRANSFER and the send
+ * buffer's free bytes allow. rdma-core's rsend starts at 2 KiB and doubles, so that an RNIC
+ * sends the first bytes while the CPU copies the rest; uroce's posts leave from the posting
+ * thread itself, after the copy, so there is nothing to overlap, and each smaller transfer
+ * would only cost a system call on each side (its train and its acknowledgement). Any size
+ * is the protocol's: the receiver takes a transfer up to its target entry's length.
  */
-uint32_t rs_next_xfer(struct rs *rs, uint32_t *olen, size_t left)
+uint32_t rs_next_xfer(const struct rs *rs, size_t left)
 {
-	uint32_t xfer = (uint32_t)left;
+	uint32_t xfer = left < RS_MAX_TRANSFER ? (uint32_t)left : RS_MAX_TRANSFER;
 
-	if (*olen < left) {
-		xfer = *olen;
-		if (*olen < RS_MAX_TRANSFER)
-			*olen <<= 1;
-	}
 	return xfer < rs->sbuf_bytes_avail ? xfer : rs->sbuf_bytes_avail;
 }

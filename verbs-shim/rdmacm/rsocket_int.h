@@ -49,8 +49,7 @@
 #define RS_SGL_SIZE        2         /* wire: entries of the target SGL */
 #define RS_QP_CTRL_SIZE    4         /* control messages in flight (a power of two) */
 #define RS_SNDLOWAT        2048      /* smallest send; a datagram's largest payload + header */
-#define RS_OLAP_START_SIZE 2048      /* rsend's first transfer; doubles up to ... */
-#define RS_MAX_TRANSFER    65536     /* ... this, so that the first bytes leave early */
+#define RS_MAX_TRANSFER    65536     /* the largest transfer (rdma-core's) */
 #define RS_QP_MIN_SIZE     16
 #define RS_QP_MAX_SIZE     0xFFFE
 #define RS_CONN_RETRIES    6   /* address and route resolution retries (1 s << n) */
@@ -296,7 +295,7 @@ struct rs_src {
 };
 int rs_send_chunk(struct rs *rs, struct rs_src *src, uint32_t len);
 int rs_wait_send(struct rs *rs, int flags);
-uint32_t rs_next_xfer(struct rs *rs, uint32_t *olen, size_t left);
+uint32_t rs_next_xfer(const struct rs *rs, size_t left);
 void rs_consume_cq_event(struct rs *rs);
 int rs_send_error(const struct rs *rs);
 int rs_get_comp(struct rs *rs, bool nonblock, bool (*test)(struct rs *rs));

@@ -67,15 +67,14 @@ static ssize_t rs_iov_len(const struct iovec *iov, int iovcnt)
 }
 
 /*
- * Send @iov on a connected stream socket (rdma-core's rsend and rsendv): in messages that start
- * at RS_OLAP_START_SIZE and double up to RS_MAX_TRANSFER, so that the first bytes leave while
- * the rest are copied, each no larger than the send buffer and the target entry allow. Bytes
- * sent, or -1 with errno when none were.
+ * Send @iov on a connected stream socket (rdma-core's rsend and rsendv): in transfers of
+ * rs_next_xfer's size, each no larger than the target entry allows. Bytes sent, or -1 with
+ * errno when none were.
  */
 static ssize_t rs_sendv(struct rs *rs, const struct iovec *iov, int iovcnt, int flags)
 {
 	struct rs_src src = {.iov = iov};
-	uint32_t olen = RS_OLAP_START_SIZE, xfer;
+	uint32_t xfer;
 	ssize_t total = rs_iov_len(iov, iovcnt);
 	size_t left;
 	int ret = 0;
@@ -99,7 +98,7 @@ static ssize_t rs_sendv(struct rs *rs, const struct iovec *iov, int iovcnt, int 
 		ret = rs_wait_send(rs, flags);
 		if (ret)
 			break;
-		xfer = rs_next_xfer(rs, &olen, left);
+		xfer = rs_next_xfer(rs, left);
 		if (xfer > rs->target_sgl[rs->target_sge].length)
 			xfer = rs->target_sgl[rs->target_sge].length;
 		ret = rs_send_chunk(rs, &src, xfer);

@@ -219,7 +219,7 @@ UROCE_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t of
 {
 	struct rs *rs = rs_lookup(socket);
 	const uint8_t *p = buf;
-	uint32_t olen = RS_OLAP_START_SIZE, xfer;
+	uint32_t xfer;
 	size_t left = count;
 	uint64_t off = (uint64_t)offset;
 	int ret = 0, e = -1;
@@ -256,7 +256,7 @@ UROCE_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t of
 		if (ret)
 			break;
 		m = &rs->target_iomap[e];
-		xfer = rs_next_xfer(rs, &olen, left);
+		xfer = rs_next_xfer(rs, left);
 		end = m->offset + m->sge.length;
 		if (xfer > end - off)
 			xfer = (uint32_t)(end - off);
