@@ -39,6 +39,19 @@ set(_rs_cases
   # payload byte stored twice (transport/place.h) undoes an answer and both wait for ever.
   "riostream_64|loopback|29||riostream -S 64 -C 1 -I 5000"
 )
+# A pair.sh test: NAME, WHERE (loopback or netns), N (its netns subnet), its UDP and rdma_cm
+# ports, LABELS (netns added for WHERE netns), TIMEOUT, then the program and its arguments.
+function(_rs_add_pair name where n udp cm labels timeout cmd)
+  separate_arguments(cmd UNIX_COMMAND "${cmd}")
+  add_test(NAME rsocket_${name}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket/pair.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
+            "${UROCE_SANITIZE}" ${udp} ${cm} ${where} ${n} ${cmd})
+  if(where STREQUAL "netns")
+    list(APPEND labels netns)
+  endif()
+  set_tests_properties(rsocket_${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout})
+endfunction()
+
 set(_rs_udp 29100)
 set(_rs_cm 29300)
 foreach(_entry ${_rs_cases})
@@ -48,21 +61,13 @@ foreach(_entry ${_rs_cases})
   list(GET _f 2 _n)
   list(GET _f 3 _full)
   list(GET _f 4 _cmd)
-  separate_arguments(_cmd UNIX_COMMAND "${_cmd}")
-  add_test(NAME rsocket_${_name}
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket/pair.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
-            "${UROCE_SANITIZE}" ${_rs_udp} ${_rs_cm} ${_where} ${_n} ${_cmd})
   if(_full)
-    set(_labels "rsocket;rsocket-full;compat-extra")
-    set(_timeout 900)
+    _rs_add_pair(${_name} ${_where} ${_n} ${_rs_udp} ${_rs_cm} "rsocket;rsocket-full;compat-extra"
+                 900 "${_cmd}")
   else()
-    set(_labels "shim;integration;rsocket")
-    set(_timeout 120)
+    _rs_add_pair(${_name} ${_where} ${_n} ${_rs_udp} ${_rs_cm} "shim;integration;rsocket" 120
+                 "${_cmd}")
   endif()
-  if(_where STREQUAL "netns")
-    list(APPEND _labels netns)
-  endif()
-  set_tests_properties(rsocket_${_name} PROPERTIES LABELS "${_labels}" TIMEOUT ${_timeout})
   math(EXPR _rs_udp "${_rs_udp} + 1")
   math(EXPR _rs_cm "${_rs_cm} + 1")
 endforeach()
@@ -86,13 +91,5 @@ foreach(_entry "preload_echo|loopback|18|29160|29360|sock_echo $<TARGET_FILE:soc
   list(GET _f 3 _udp)
   list(GET _f 4 _cm)
   list(GET _f 5 _cmd)
-  separate_arguments(_cmd UNIX_COMMAND "${_cmd}")
-  add_test(NAME rsocket_${_name}
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket/pair.sh ${CMAKE_BINARY_DIR}/bin/uroce-run
-            "${UROCE_SANITIZE}" ${_udp} ${_cm} ${_where} ${_n} ${_cmd})
-  set(_labels "shim;integration;rsocket")
-  if(_where STREQUAL "netns")
-    list(APPEND _labels netns)
-  endif()
-  set_tests_properties(rsocket_${_name} PROPERTIES LABELS "${_labels}" TIMEOUT 120)
+  _rs_add_pair(${_name} ${_where} ${_n} ${_udp} ${_cm} "shim;integration;rsocket" 120 "${_cmd}")
 endforeach()

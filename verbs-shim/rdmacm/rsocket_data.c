@@ -41,31 +41,32 @@ int rs_post_msg(struct rs *rs, uint32_t msg)
 	return rs_post(rs, &wr);
 }
 
+/* An RDMA WRITE (@opcode with or without immediate @imm) whose completion carries @wr_data. */
+static int rs_post_rdma(struct rs *rs, enum ibv_wr_opcode opcode, struct ibv_sge *sgl, int nsge,
+			uint32_t wr_data, uint32_t imm, int flags, uint64_t addr, uint32_t rkey)
+{
+	struct ibv_send_wr wr = {.wr_id = wr_data, .sg_list = sgl, .num_sge = nsge};
+
+	wr.opcode = opcode;
+	wr.send_flags = (unsigned int)flags;
+	wr.imm_data = htobe32(imm);
+	wr.wr.rdma.remote_addr = addr;
+	wr.wr.rdma.rkey = rkey;
+	return rs_post(rs, &wr);
+}
+
 /* An RDMA WRITE without immediate (riowrite, keepalive); @wr_data is its completion's tag. */
 int rs_post_write(struct rs *rs, struct ibv_sge *sgl, int nsge, uint32_t wr_data, int flags,
 		  uint64_t addr, uint32_t rkey)
 {
-	struct ibv_send_wr wr = {.wr_id = wr_data, .sg_list = sgl, .num_sge = nsge};
-
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = (unsigned int)flags;
-	wr.wr.rdma.remote_addr = addr;
-	wr.wr.rdma.rkey = rkey;
-	return rs_post(rs, &wr);
+	return rs_post_rdma(rs, IBV_WR_RDMA_WRITE, sgl, nsge, wr_data, 0, flags, addr, rkey);
 }
 
 /* An RDMA WRITE with immediate @msg: data, a credit update with its SGE, an iomap entry. */
 int rs_post_write_msg(struct rs *rs, struct ibv_sge *sgl, int nsge, uint32_t msg, int flags,
 		      uint64_t addr, uint32_t rkey)
 {
-	struct ibv_send_wr wr = {.wr_id = msg, .sg_list = sgl, .num_sge = nsge};
-
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr.send_flags = (unsigned int)flags;
-	wr.imm_data = htobe32(msg);
-	wr.wr.rdma.remote_addr = addr;
-	wr.wr.rdma.rkey = rkey;
-	return rs_post(rs, &wr);
+	return rs_post_rdma(rs, IBV_WR_RDMA_WRITE_WITH_IMM, sgl, nsge, msg, msg, flags, addr, rkey);
 }
 
 static void rs_src_copy(struct rs_src *s, uint8_t *dst, size_t len)
