@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -810,4 +811,42 @@ Test(progress, init_error_is_returned)
 	cr_assert_eq(uroce_progress_start(&p, &failing_ops, NULL, 4, UROCE_BACKEND_EPOLL),
 		     EADDRINUSE);
 	cr_assert_null(p);
+}
+
+static int init_reads_nice(void *arg, struct uroce_progress *p)
+{
+	(void)p;
+	errno = 0;
+	*(int *)arg = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	return errno ? errno : ECANCELED; /* the start ends here: no sockets needed */
+}
+
+static const struct uroce_progress_ops nice_ops = {.init = init_reads_nice, .datagram = datagram};
+
+/*
+ * The progress thread runs 10 nice levels above the thread that started it, at most -20, when
+ * the process may lower a nice level (root here; RLIMIT_NICE is not raised in CI), and at that
+ * thread's level otherwise (raise_nice). Levels are per thread on Linux.
+ */
+Test(progress, thread_runs_ten_nice_levels_above_its_starter)
+{
+	const int levels[] = {0, 5, 15, -15}; /* raising a level needs no privilege; -15 does */
+	id_t tid = (id_t)syscall(SYS_gettid);
+	bool root = geteuid() == 0;
+
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		struct uroce_progress *p = NULL;
+		int want, seen = 100;
+
+		if (levels[i] < 0 && !root)
+			break;
+		cr_assert_eq(setpriority(PRIO_PROCESS, tid, levels[i]), 0, "nice %d: %s", levels[i],
+			     strerror(errno));
+		want = !root ? levels[i] : levels[i] - 10 < -20 ? -20 : levels[i] - 10;
+		cr_assert_eq(uroce_progress_start(&p, &nice_ops, &seen, 4, UROCE_BACKEND_EPOLL),
+			     ECANCELED);
+		cr_assert_eq(seen, want,
+			     "starter at nice %d: the progress thread ran at %d, not %d", levels[i],
+			     seen, want);
+	}
 }
