@@ -70,10 +70,12 @@ check "out of bounds: queues 16..65534, buffers at least 4096" 4096 4096 16 6553
 set_files - - 70000 - lots 0x10 -
 check "no number, or too large: the defaults stay, each file named" 131072 131072 384 384 64 0 \
 	"$dir/mem_default: 'lots' is not a number"
-"$rs_check" defaults 131072 131072 384 384 64 0 2>&1 >/dev/null |
-	grep -q "$dir/sqsize_default: '70000' is not a number from 0 to 65535" ||
+# Taken whole before grep reads it: grep -q stops at its match, and with pipefail a writer
+# still writing would die of SIGPIPE and fail the pipeline.
+err=$("$rs_check" defaults 131072 131072 384 384 64 0 2>&1 >/dev/null)
+grep -q "$dir/sqsize_default: '70000' is not a number from 0 to 65535" <<<"$err" ||
 	{ echo "conf: FAIL: sqsize_default '70000' not reported"; fails=$((fails + 1)); }
-"$rs_check" defaults 131072 131072 384 384 64 0 2>&1 >/dev/null | grep -q "$dir/wmem_default: '0x10'" ||
+grep -q "$dir/wmem_default: '0x10'" <<<"$err" ||
 	{ echo "conf: FAIL: wmem_default '0x10' not reported"; fails=$((fails + 1)); }
 ((fails == 0)) && echo "conf: ok: all" && exit 0
 exit 1
