@@ -394,6 +394,7 @@ int uroce_net_open(struct uroce_net **out, const struct uroce_net_ops *ops, void
 		    (uroce_udp_open(&net->mad[i].udp, net->udp[i].family, 0) ||
 		     uroce_udp_recverr(&net->mad[i].udp)))
 			uroce_udp_close(&net->mad[i].udp);
+	roce_icrc_prime(); /* before the first packet, which would pay for it */
 	err = uroce_progress_start(&p, &progress_ops, net, UROCE_PROGRESS_BUFFERS,
 				   net->cfg.backend);
 	if (err)

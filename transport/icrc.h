@@ -74,4 +74,11 @@ enum roce_icrc_result roce_icrc_verify(struct roce_ipudp *f, const uint8_t *roce
 /* The CRC-32 library in use, as the CMake option UROCE_CRC32 names it: "isal" or "zlib". */
 const char *roce_icrc_backend(void);
 
+/*
+ * Run the CRC-32 library once over a MAD-sized buffer, so that what its first call costs (ISA-L
+ * picks its code with CPUID, which a hypervisor traps; its code and tables are faulted in) is
+ * paid here rather than by the first packet a process sends or receives. Never fails.
+ */
+void roce_icrc_prime(void);
+
 #endif

@@ -390,8 +390,11 @@ UROCE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_a
 			set_port((struct sockaddr *)&src, port);
 			unbind(c);
 			err = resolve_bind(c, (struct sockaddr *)&src, dst_addr);
-			if (!err)
+			if (!err) {
+				/* While the hub answers: a connection follows a resolution. */
+				cma_cm_start_early();
 				return cma_complete(id);
+			}
 		}
 	}
 	if (!err) {

@@ -381,3 +381,10 @@ int cma_cm_start(void)
 	}
 	return err;
 }
+
+void cma_cm_start_early(void)
+{
+	pthread_mutex_lock(&cma_cm.lock);
+	(void)cma_cm_start(); /* a failure comes back from the rdma_connect or rdma_listen */
+	cma_cm_unlock();
+}

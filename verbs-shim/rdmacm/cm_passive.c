@@ -212,6 +212,15 @@ UROCE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		if (err) {
 			cma_conn_forget(c);
 			c->state = CMA_BOUND;
+		} else if (!id->verbs) {
+			/*
+			 * A listener without a device takes each request's device (request_conn);
+			 * the devices are opened now, not on the first request's path (a scan of
+			 * the interfaces and each context's set-up): the kernel's exist already.
+			 */
+			int n;
+
+			free(cma_devices(&n));
 		}
 	}
 	return err ? cma_fail(err) : 0;

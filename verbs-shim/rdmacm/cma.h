@@ -170,6 +170,13 @@ struct ibv_context *cma_device_of(const uint8_t gid[16]);
 struct ibv_context **cma_devices(int *n);
 
 /*
+ * cm.c: start the CM now if it is not running (not locked), ignoring a failure (the call that
+ * needs the CM meets it again): for a caller about to wait anyway, so that the thread's start is
+ * not on the path of the first connection (rdma_connect's REQ).
+ */
+void cma_cm_start_early(void);
+
+/*
  * qp.c: the default PD of device @ctx, made on first use and kept; NULL with errno ENOMEM.
  * An id on a device has it in id->pd from the moment it has the device (bound, resolved, or
  * made by a connection request), as librdmacm's ucma_get_device sets id.pd with id.verbs.
