@@ -572,6 +572,35 @@ Test(rdmacm, option_ib_path)
 	rdma_destroy_id(id);
 }
 
+/* RDMA_OPTION_IB_PATH reports ROUTE_RESOLVED on the id's channel, as the kernel's ucma does. */
+Test(rdmacm, option_ib_path_event)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst = lo4(7484);
+	struct ibv_path_data d = {.flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY |
+					   IBV_PATH_FLAG_BIDIRECTIONAL};
+
+	d.path.mtu = IBV_MTU_1024 | 2 << 6;
+	d.path.pkey = htons(0xFFFF);
+	cr_assert_not_null(ch);
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), 0);
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), 0);
+	cr_assert_eq(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(ev);
+	cr_assert_eq(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &d, sizeof(d)), 0);
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), 0);
+	cr_assert_eq(ev->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	cr_assert_eq(ev->status, 0);
+	cr_assert_eq(ev->id, id);
+	rdma_ack_cm_event(ev);
+	cr_assert_eq(id->route.path_rec->mtu, IBV_MTU_1024);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
 /* Multicast joins as the kernel makes them on RoCEv2 (rdmacm/mcast.c). */
 Test(rdmacm, multicast_join_and_leave)
 {

@@ -61,7 +61,8 @@ static int set_id_option(struct cma_id *c, int optname, const void *optval, size
 
 /*
  * RDMA_OPTION_IB_PATH: the path whose flags are exactly GMP | PRIMARY | BIDIRECTIONAL becomes
- * the route of an id whose address is resolved (no event, as the kernel). 0 or an errno.
+ * the route of an id whose address is resolved; the caller reports ROUTE_RESOLVED, as the
+ * kernel's ucma_set_ib_path does. 0 or an errno.
  */
 static int set_path(struct cma_id *c, const struct ibv_path_data *d, size_t optlen)
 {
@@ -108,7 +109,8 @@ static int set_path(struct cma_id *c, const struct ibv_path_data *d, size_t optl
 }
 
 /*
- * 0, or -1 with errno: EINVAL (NULL @id or @optval, a length that is not the option's, the
+ * 0 (for RDMA_OPTION_IB_PATH, ROUTE_RESOLVED follows on the id's channel), or -1 with errno:
+ * EINVAL (NULL @id or @optval, a length that is not the option's, the
  * option in a state that does not take it: REUSEADDR off after binding or on while
  * listening, AFONLY after resolution, ACK_TIMEOUT on an id that is not RC, PATH without a
  * resolved address or a bidirectional primary path), ENOSYS (an unknown level or option, as
@@ -123,9 +125,18 @@ UROCE_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, 
 		return cma_fail(EINVAL);
 	if (level == RDMA_OPTION_ID)
 		err = set_id_option(to_cma_id(id), optname, optval, optlen);
-	else if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+	else if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH) {
+		/*
+		 * The route is resolved: ROUTE_RESOLVED on the id's channel, as after
+		 * rdma_resolve_route (librdmacm's rdma_resolve_route waits for this event when it
+		 * sets an ACM path so). A synchronous id takes it at once.
+		 */
 		err = set_path(to_cma_id(id), optval, optlen);
-	else
+		if (!err)
+			err = cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+		return err ? cma_fail(err) : cma_complete(id);
+	} else {
 		err = ENOSYS;
+	}
 	return err ? cma_fail(err) : 0;
 }
