@@ -23,17 +23,23 @@
  */
 #define POLLS_BEFORE_HANDOVER_MAX (32u << 12) /* and POLLS_BEFORE_HANDOVER (progress_int.h) */
 #define POLL_IDLE_MIN_NS          100000u
-#define POLL_IDLE_MAX_NS          1000000u
 /*
  * A take-back that found a thread receiving tries again this much later: a receive is short,
  * unless the scheduler set its thread aside, and then looking often would only take CPU from it.
  */
 #define TAKE_BACK_RETRY_NS 100000u
 
+uint64_t progress_idle_window_next(uint64_t idle_ns, uint64_t gap_max)
+{
+	uint64_t cap = gap_max < POLL_STEADY_GAP_NS ? POLL_IDLE_STEADY_MAX_NS : POLL_IDLE_MAX_NS;
+
+	return idle_ns * 2 < cap ? idle_ns * 2 : cap;
+}
+
 /*
  * Progress thread, while a polling thread has the sockets: when the polls will have paused for
  * the idle window, at or before @now if they have. Looking again at the planned time and
- * finding the polls going doubles the window (POLL_IDLE_MIN_NS .. POLL_IDLE_MAX_NS).
+ * finding the polls going grows the window (progress_idle_window_next).
  */
 static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
 {
@@ -42,9 +48,9 @@ static uint64_t poll_idle_at(struct uroce_progress *p, uint64_t now)
 	if (atomic_load(&p->waiters)) /* a thread blocked in uroce_progress_wait() receives */
 		atomic_store(&p->last_poll, now);
 	at = atomic_load(&p->last_poll) + p->idle_ns;
-
-	if (at > now && now >= p->idle_check && p->idle_ns < POLL_IDLE_MAX_NS) {
-		p->idle_ns *= 2;
+	if (at > now && now >= p->idle_check) {
+		p->idle_ns =
+			progress_idle_window_next(p->idle_ns, atomic_exchange(&p->poll_gap_max, 0));
 		at = atomic_load(&p->last_poll) + p->idle_ns;
 	}
 	p->idle_check = at;
@@ -154,6 +160,7 @@ uint64_t progress_hand_over(struct uroce_progress *p, uint64_t now)
 		atomic_store(&p->app_rx, true);
 		progress_signal_fd(p->handed_fd);
 		p->idle_ns = POLL_IDLE_MIN_NS;
+		atomic_store(&p->poll_gap_max, 0);
 		p->handed_at = now;
 		p->idle_check = now + p->idle_ns;
 		return p->idle_check < next ? p->idle_check : next;

@@ -82,6 +82,9 @@ struct uroce_progress {
 	atomic_bool rx_wanted;      /* the progress thread waits for rx_lock: polls leave it */
 	atomic_bool sockets_added;  /* since the last hand-over (progress_hand_over) */
 	_Atomic uint64_t last_poll; /* uroce_now() of the latest uroce_progress_poll() */
+	/* The longest pause between two polls while the sockets are handed over, since the
+	 * progress thread last looked (progress_handover.c, poll_idle_at). */
+	_Atomic uint64_t poll_gap_max;
 	/*
 	 * Threads in uroce_progress_wait() (they count as polling all the while); an
 	 * eventfd readable while the sockets are the application's (written at the hand-over,
@@ -211,6 +214,25 @@ void progress_signal_fd(int fd);
 
 /* The empty polls a thread makes before it asks for the sockets, at first (progress_handover.c). */
 #define POLLS_BEFORE_HANDOVER 32u
+
+/*
+ * How long polls may pause before the progress thread takes the sockets back: the window
+ * doubles each time it looks and finds them going, up to POLL_IDLE_MAX_NS; while they go on
+ * without a pause of POLL_STEADY_GAP_NS (a busy poller: ib_send_lat, a bandwidth test's
+ * receiver), up to POLL_IDLE_STEADY_MAX_NS. Each look wakes the progress thread, which on a
+ * host with as many busy threads as CPUs takes a poller off its CPU for microseconds (the 99th
+ * percentile of a ping-pong), and a steady poller seldom stops without unpolling; one that
+ * waits another way between polls (ib_write_lat spins on memory) keeps the shorter window.
+ */
+#define POLL_IDLE_MAX_NS        1000000u
+#define POLL_IDLE_STEADY_MAX_NS 8000000u
+#define POLL_STEADY_GAP_NS      50000u
+
+/*
+ * The next idle window after @idle_ns, the polls going on with @gap_max as their longest pause
+ * since the last look (progress_handover.c).
+ */
+uint64_t progress_idle_window_next(uint64_t idle_ns, uint64_t gap_max);
 
 /*
  * Under the receive lock: give the sockets to the polling threads that asked for them once the

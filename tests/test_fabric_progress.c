@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "fabric/progress.h"
+#include "fabric/progress_int.h"
 #include "fabric/udp.h"
 
 static struct uroce_udp sock, sock2; /* sock2: a second socket, added by some tests */
@@ -849,4 +850,26 @@ Test(progress, thread_runs_ten_nice_levels_above_its_starter)
 			     "starter at nice %d: the progress thread ran at %d, not %d", levels[i],
 			     seen, want);
 	}
+}
+
+/*
+ * The idle window grows while polls go on: doubling up to 1 ms when they pause now and then
+ * (a poller that also waits on memory), up to 8 ms when they never paused 50 us, and back to
+ * 1 ms at the first look that finds such a pause.
+ */
+Test(progress, idle_window_grows_longest_for_steady_polls)
+{
+	uint64_t first = 100000, steady = 0, pausing = 0;
+
+	for (int i = 0; i < 20; i++)
+		steady = progress_idle_window_next(i ? steady : first, 1000);
+	cr_assert_eq(steady, POLL_IDLE_STEADY_MAX_NS);
+	for (int i = 0; i < 20; i++)
+		pausing = progress_idle_window_next(i ? pausing : first, POLL_STEADY_GAP_NS);
+	cr_assert_eq(pausing, POLL_IDLE_MAX_NS);
+	cr_assert_eq(progress_idle_window_next(first, 0), 2 * first);
+	cr_assert_eq(progress_idle_window_next(steady, POLL_STEADY_GAP_NS + 1), POLL_IDLE_MAX_NS,
+		     "a pause brings a steady window back down at once");
+	cr_assert_eq(progress_idle_window_next(600000, 0), 1200000);
+	cr_assert_eq(progress_idle_window_next(600000, 60000), POLL_IDLE_MAX_NS);
 }
