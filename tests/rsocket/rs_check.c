@@ -140,6 +140,12 @@ static int server(int port)
 		case 'R':
 			serve_iomap(s);
 			break;
+		case 'P': /* one byte, a pause, three more: a peek for four must wait */
+			rsend(s, "p", 1, 0);
+			usleep(100000);
+			rsend(s, "eek", 3, 0);
+			read_all(s, &cmd, 1);
+			break;
 		case 'K':
 			_exit(0); /* no close: the peer sees the connection reset */
 		case 'Q':
@@ -300,9 +306,12 @@ static void check_echo(const struct sockaddr_in *a)
 	}
 	/* The last bytes after the draining: some are left for MSG_PEEK. */
 	CHECK(rsend(s, out + sent, 4, 0) == 4, "rsend the last 4 bytes");
-	CHECK(rrecv(s, peek, sizeof(peek), MSG_PEEK | MSG_WAITALL) == sizeof(peek) &&
-		      !memcmp(peek, out + got, sizeof(peek)),
-	      "MSG_PEEK");
+	{
+		ssize_t r = rrecv(s, peek, sizeof(peek), MSG_PEEK | MSG_WAITALL);
+
+		CHECK(r == sizeof(peek) && !memcmp(peek, out + got, sizeof(peek)),
+		      "MSG_PEEK: %zd bytes", r);
+	}
 	{
 		struct iovec v[2] = {{in + got, 3}, {in + got + 3, len - got - 3}};
 		ssize_t r = 0, n;
@@ -343,6 +352,21 @@ static void check_peer_close(const struct sockaddr_in *a)
 	CHECK(rrecv(s, &c, 1, 0) == 0, "closed peer: EOF again");
 	errno = 0;
 	CHECK(rsend(s, "x", 1, 0) == -1 && errno == EPIPE, "send to a closed peer: EPIPE");
+	rclose(s);
+}
+
+/* MSG_PEEK | MSG_WAITALL waits until all it asks for is there, as Linux's TCP does. */
+static void check_peek_waitall(const struct sockaddr_in *a)
+{
+	int s = connect_to(a, 'P');
+	char buf[5] = {0};
+	ssize_t n = rrecv(s, buf, 4, MSG_PEEK | MSG_WAITALL);
+
+	CHECK(n == 4 && !memcmp(buf, "peek", 4), "MSG_PEEK | MSG_WAITALL: %zd bytes, '%s'", n, buf);
+	memset(buf, 0, sizeof(buf));
+	CHECK(rrecv(s, buf, 4, MSG_WAITALL) == 4 && !memcmp(buf, "peek", 4),
+	      "the peeked bytes are read after");
+	rsend(s, "x", 1, 0);
 	rclose(s);
 }
 
@@ -452,6 +476,7 @@ int main(int argc, char **argv)
 	check_refused(&nobody);
 	check_echo(&a);
 	check_peer_close(&a);
+	check_peek_waitall(&a);
 	check_iomap(&a);
 	check_keepalive(&a);
 	if (argc > 4 && !strcmp(argv[4], "reset")) {

@@ -463,6 +463,22 @@ bool rs_conn_have_rdata(struct rs *rs)
 	return rs_have_rdata(rs) || rs->state != RS_CONNECTED || !rs->readable;
 }
 
+/* The bytes received and not yet read. lock held. */
+size_t rs_rdata_bytes(const struct rs *rs)
+{
+	size_t n = 0;
+
+	for (int h = rs->rmsg_head; h != rs->rmsg_tail; h = h == rs->rq_size ? 0 : h + 1)
+		n += rs->rmsg[h].len;
+	return n;
+}
+
+/* MSG_PEEK | MSG_WAITALL: peek_want bytes are there, or no more will come. */
+bool rs_conn_have_peek(struct rs *rs)
+{
+	return rs_rdata_bytes(rs) >= rs->peek_want || rs->state != RS_CONNECTED || !rs->readable;
+}
+
 bool rs_conn_can_send(struct rs *rs)
 {
 	return rs_can_send(rs) || rs->state != RS_CONNECTED || !rs->writable;

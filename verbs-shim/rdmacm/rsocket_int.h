@@ -217,6 +217,7 @@ struct rs {
 	uint16_t rseq_no, rseq_comp; /* messages consumed; when to grant more */
 	struct rs_rmsg *rmsg;        /* a ring of rq_size + 1 */
 	int rmsg_head, rmsg_tail;
+	size_t peek_want; /* rrecv MSG_PEEK | MSG_WAITALL: the bytes it waits for (lock) */
 
 	/* iomap (rsocket_iomap.c), under map_lock (taken after lock when both are) */
 	pthread_mutex_t map_lock;
@@ -276,6 +277,8 @@ void rs_update_credits(struct rs *rs);
 bool rs_can_send(struct rs *rs);
 bool rs_have_rdata(struct rs *rs);
 bool rs_conn_have_rdata(struct rs *rs);
+bool rs_conn_have_peek(struct rs *rs);
+size_t rs_rdata_bytes(const struct rs *rs);
 bool rs_conn_can_send(struct rs *rs);
 bool rs_conn_can_send_ctrl(struct rs *rs);
 bool rs_conn_all_sends_done(struct rs *rs);

@@ -243,7 +243,8 @@ static size_t rs_copy_out(struct rs *rs, struct rs_src *dst, size_t len, bool pe
 /*
  * Receive into @iov on a stream socket (rdma-core's rrecv): what has arrived, at least one
  * byte unless the peer closed (0) or MSG_DONTWAIT / O_NONBLOCK (EAGAIN); MSG_PEEK leaves it
- * there, MSG_WAITALL waits for all of @iov while the connection is readable. Data that came
+ * there, MSG_WAITALL waits for all of @iov while the connection is readable (with MSG_PEEK, as
+ * Linux's TCP: until that much is there to peek, at most the receive buffer). Data that came
  * before a close is read first.
  */
 static ssize_t rs_recvv(struct rs *rs, const struct iovec *iov, int iovcnt, int flags)
@@ -252,6 +253,8 @@ static ssize_t rs_recvv(struct rs *rs, const struct iovec *iov, int iovcnt, int 
 	struct rs_src dst = {.iov = iov};
 	size_t done = 0;
 	int ret = 0;
+	/* A peek copies from the first byte each time: it waits for all of them first. */
+	bool peek_all = (flags & (MSG_PEEK | MSG_WAITALL)) == (MSG_PEEK | MSG_WAITALL);
 
 	if (total < 0 || rs_start_io(rs))
 		return -1;
@@ -262,10 +265,14 @@ static ssize_t rs_recvv(struct rs *rs, const struct iovec *iov, int iovcnt, int 
 	if (!total)
 		return 0;
 	pthread_mutex_lock(&rs->lock);
+	/* No more than the receive buffer holds: the peer sends no more until some is read. */
+	rs->peek_want = (size_t)total < rs->rbuf_size ? (size_t)total : rs->rbuf_size;
 	do {
-		if (!rs_have_rdata(rs)) {
-			ret = rs_get_comp(rs, rs_nonblocking(rs, flags), rs_conn_have_rdata);
-			if (ret)
+		if (peek_all ? rs_rdata_bytes(rs) < rs->peek_want : !rs_have_rdata(rs)) {
+			ret = rs_get_comp(rs, rs_nonblocking(rs, flags),
+					  peek_all ? rs_conn_have_peek : rs_conn_have_rdata);
+			/* (a non-blocking MSG_WAITALL peek takes what is there) */
+			if (ret && !(peek_all && rs_have_rdata(rs)))
 				break;
 			if (!rs_have_rdata(rs)) {
 				/* closed: 0 after a close by the peer, an error after a reset */
