@@ -25,6 +25,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <rdma/rsocket.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,9 @@ static struct sockaddr_in addr_of(const char *ip, int port)
 		DIE("bad address %s", ip);
 	return a;
 }
+
+/* One-byte messages of the 'P' case: more than the default receive queue's 384 credits. */
+#define PEEK_SMALL_SENDS 600
 
 static uint8_t pattern(size_t i)
 {
@@ -144,6 +148,10 @@ static int server(int port)
 			rsend(s, "p", 1, 0);
 			usleep(100000);
 			rsend(s, "eek", 3, 0);
+			read_all(s, &cmd, 1);
+			for (int i = 0; i < PEEK_SMALL_SENDS; i++) /* then one byte per message */
+				if (rsend(s, &(uint8_t){pattern((size_t)i)}, 1, 0) != 1)
+					break;
 			read_all(s, &cmd, 1);
 			break;
 		case 'K':
@@ -366,6 +374,30 @@ static void check_peek_waitall(const struct sockaddr_in *a)
 	memset(buf, 0, sizeof(buf));
 	CHECK(rrecv(s, buf, 4, MSG_WAITALL) == 4 && !memcmp(buf, "peek", 4),
 	      "the peeked bytes are read after");
+	rsend(s, "x", 1, 0);
+	/*
+	 * More one-byte messages than the peer has message credits (the receive queue, 384):
+	 * a peek of all of them gets what can come before anything is read, not a wait for
+	 * ever (SIGALRM ends the run if it waits), and then they are all read.
+	 */
+	{
+		uint8_t in[PEEK_SMALL_SENDS];
+		ssize_t got;
+		bool same = true;
+
+		alarm(30);
+		got = rrecv(s, in, sizeof(in), MSG_PEEK | MSG_WAITALL);
+		alarm(0);
+		for (ssize_t i = 0; i < got; i++)
+			same = same && in[i] == pattern((size_t)i);
+		CHECK(got > 0 && got < PEEK_SMALL_SENDS && same,
+		      "a peek beyond the peer's message credits: %zd bytes", got);
+		CHECK(rrecv(s, in, sizeof(in), MSG_WAITALL) == PEEK_SMALL_SENDS,
+		      "the small messages read after the peek");
+		for (size_t i = 0; i < sizeof(in); i++)
+			same = same && in[i] == pattern(i);
+		CHECK(same, "the small messages' bytes");
+	}
 	rsend(s, "x", 1, 0);
 	rclose(s);
 }

@@ -473,10 +473,19 @@ size_t rs_rdata_bytes(const struct rs *rs)
 	return n;
 }
 
-/* MSG_PEEK | MSG_WAITALL: peek_want bytes are there, or no more will come. */
+/*
+ * MSG_PEEK | MSG_WAITALL: peek_want bytes are there, or no more can come before some are read,
+ * or none will. A peek consumes nothing, so no credits are granted while it waits: the peer
+ * may send the messages up to the last grant (rs_send_credits: rseq_no + rq_size when it was
+ * made, rseq_comp - rq_size / 2 + rq_size now), and no more, however small they are.
+ */
 bool rs_conn_have_peek(struct rs *rs)
 {
-	return rs_rdata_bytes(rs) >= rs->peek_want || rs->state != RS_CONNECTED || !rs->readable;
+	int unread = (rs->rmsg_tail - rs->rmsg_head + rs->rq_size + 1) % (rs->rq_size + 1);
+	uint16_t granted = (uint16_t)(rs->rseq_comp - (rs->rq_size >> 1) + rs->rq_size);
+
+	return rs_rdata_bytes(rs) >= rs->peek_want || (uint16_t)(rs->rseq_no + unread) == granted ||
+	       rs->state != RS_CONNECTED || !rs->readable;
 }
 
 bool rs_conn_can_send(struct rs *rs)
