@@ -29,10 +29,15 @@ static _Thread_local uint64_t last_empty_poll;
 int uroce_progress_poll(struct uroce_progress *p)
 {
 	uint64_t now = uroce_now();
-	uint64_t prev = atomic_exchange_explicit(&p->last_poll, now, memory_order_relaxed);
+	uint64_t prev = atomic_load_explicit(&p->last_poll, memory_order_relaxed);
 	unsigned int n;
 
-	/* A pause longer than any so far tells the progress thread the polls are not steady. */
+	/*
+	 * A pause longer than any so far tells the progress thread the polls are not steady. A
+	 * load and a store, not an exchange (a locked instruction on every poll): two threads
+	 * polling at once only blur a heuristic.
+	 */
+	atomic_store_explicit(&p->last_poll, now, memory_order_relaxed);
 	if (prev && now > prev &&
 	    now - prev > atomic_load_explicit(&p->poll_gap_max, memory_order_relaxed))
 		atomic_store_explicit(&p->poll_gap_max, now - prev, memory_order_relaxed);
