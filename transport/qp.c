@@ -150,6 +150,9 @@ void roce_qp_modify(struct roce_qp *qp, const struct ibv_qp_attr *attr, int mask
 	if (mask & IBV_QP_SQ_PSN) {
 		qp->attr.sq_psn = attr->sq_psn & ROCE_PSN_MASK;
 		qp->req.psn = qp->attr.sq_psn;
+		/* The half-window AckReq (requester.c) counts from the first PSN: PSNs compare
+		 * only within half the 24-bit space (roce_psn_cmp), so not from 0. */
+		qp->req.ackreq_psn = qp->attr.sq_psn;
 		qp->req.psn_end = qp->attr.sq_psn;
 		qp->comp.psn = qp->attr.sq_psn;
 	}
@@ -284,6 +287,11 @@ size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *des
 bool roce_qp_nak_due(const struct roce_qp *qp)
 {
 	return qp->resp.ack_pending && roce_aeth_class(qp->resp.ack_syndrome) != ROCE_AETH_ACK;
+}
+
+void roce_qp_ack_now(struct roce_qp *qp)
+{
+	qp->resp.ack_deadline = 0;
 }
 
 uint64_t roce_qp_expiry(const struct roce_qp *qp)

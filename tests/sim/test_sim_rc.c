@@ -412,6 +412,59 @@ Test(sim_rc, window_follows_receiver_budget)
 	cr_assert(seen_ack && max_out > 0 && max_out <= 20, "%u PSNs out", max_out);
 }
 
+/* The longest run of a's packets without AckReq, counted from its first PSN. */
+static uint32_t prev_ackreq, max_unasked;
+
+static bool track_ackreq(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	uint32_t gap;
+
+	(void)arg;
+	if (from != p.a || !pkt->bth.ack_req)
+		return true;
+	gap = (pkt->bth.psn - prev_ackreq) & ROCE_PSN_MASK;
+	if (gap > max_unasked)
+		max_unasked = gap;
+	prev_ackreq = pkt->bth.psn;
+	return true;
+}
+
+/*
+ * The requester asks for an ACK every half window wherever its PSNs start: a responder that
+ * ACKs only what asks (the kernel's rxe) otherwise leaves a long message waiting at the window
+ * for the retransmission timeout.
+ */
+Test(sim_rc, ackreq_every_half_window_from_any_first_psn)
+{
+	static const uint32_t starts[] = {0, 0x400000, 0x7ffff0, 0x800010, 0xfffff0};
+
+	for (unsigned int i = 0; i < sizeof(starts) / sizeof(starts[0]); i++) {
+		struct sim_conn c = sim_conn_default();
+		struct ibv_wc wc;
+
+		c.mtu = IBV_MTU_256;
+		c.psn_a = starts[i];
+		sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 1, 64 * 256);
+		roce_qp_set_window_bytes(&p.a->core, 1); /* ROCE_WINDOW_MIN packets */
+		prev_ackreq = starts[i]; /* the requester counts from its first PSN */
+		max_unasked = 0;
+		p.s->filter = track_ackreq;
+		sim_fill(p.abuf, 64 * 256, (uint8_t)i);
+		cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_WRITE, p.abuf, 64 * 256, p.akey,
+				      (uintptr_t)p.bbuf, p.bkey, IBV_SEND_SIGNALED),
+			     0);
+		cr_assert_eq(sim_run(p.s, UINT64_MAX), SIM_IDLE, "%s", p.s->fail);
+		wc = sim_expect_wc(p.a_scq);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "first PSN 0x%x: status %d", starts[i],
+			     wc.status);
+		cr_assert_leq(max_unasked, ROCE_WINDOW_MIN / 2, "first PSN 0x%x: %u PSNs unasked",
+			      starts[i], max_unasked);
+		cr_assert_eq(p.a->core.counters.retransmits, 0, "first PSN 0x%x", starts[i]);
+		if (i + 1 < sizeof(starts) / sizeof(starts[0]))
+			sim_pair_fini(&p); /* the suite's fini frees the last */
+	}
+}
+
 /* b's packets from the instant a's ACK and SEND reach it together, in order. */
 static uint8_t b_ops[8];
 static unsigned int b_nops;
