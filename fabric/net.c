@@ -506,6 +506,11 @@ void uroce_timer_arm(struct uroce_net *net, struct uroce_timer *t, uint64_t dead
 	uroce_timers_arm(uroce_progress_timers(net->progress), t, deadline);
 }
 
+bool uroce_net_on_timer_thread(struct uroce_net *net)
+{
+	return uroce_timers_on_runner(uroce_progress_timers(net->progress));
+}
+
 void uroce_timer_cancel(struct uroce_net *net, struct uroce_timer *t)
 {
 	uroce_timers_cancel(uroce_progress_timers(net->progress), t);

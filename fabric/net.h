@@ -167,6 +167,12 @@ bool uroce_net_polled(const struct uroce_net *net);
 void uroce_timer_arm(struct uroce_net *net, struct uroce_timer *t, uint64_t deadline);
 
 /*
+ * Whether the calling thread is the progress thread, which runs the timers: a deadline armed
+ * from any other thread that comes before the progress thread's next wake-up costs a wake-up.
+ */
+bool uroce_net_on_timer_thread(struct uroce_net *net);
+
+/*
  * Disarm @t. When it returns, @t's callback is not running and will not run (unless re-armed),
  * so the object around @t can be freed; called from @t's own callback it just disarms.
  */

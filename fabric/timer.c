@@ -45,7 +45,7 @@ void uroce_timers_set_runner(struct uroce_timers *ts)
 	pthread_mutex_unlock(&ts->lock);
 }
 
-static bool on_runner(const struct uroce_timers *ts)
+bool uroce_timers_on_runner(const struct uroce_timers *ts)
 {
 	return ts->has_runner && pthread_equal(ts->runner, pthread_self());
 }
@@ -137,7 +137,7 @@ void uroce_timers_arm(struct uroce_timers *ts, struct uroce_timer *t, uint64_t d
 	}
 	/* The runner computes its sleep after running callbacks; only other threads must wake it.
 	 */
-	wake = t->heap_index == 1 && !on_runner(ts);
+	wake = t->heap_index == 1 && !uroce_timers_on_runner(ts);
 	pthread_mutex_unlock(&ts->lock);
 	if (wake && ts->wake)
 		ts->wake(ts->wake_arg);
@@ -151,7 +151,7 @@ void uroce_timers_cancel(struct uroce_timers *ts, struct uroce_timer *t)
 			remove_timer(ts, t);
 		/* On the runner a running @t is our caller (or below it): waiting would deadlock.
 		 */
-		if (ts->running != t || on_runner(ts))
+		if (ts->running != t || uroce_timers_on_runner(ts))
 			break;
 		/* The callback may re-arm @t: the runner disarms it again when it returns. */
 		ts->cancelling++;

@@ -47,6 +47,9 @@ void uroce_timers_destroy(struct uroce_timers *ts);
 /* Make the calling thread the one that runs callbacks. */
 void uroce_timers_set_runner(struct uroce_timers *ts);
 
+/* Whether the calling thread runs the callbacks (arming costs it no wake-up of another). */
+bool uroce_timers_on_runner(const struct uroce_timers *ts);
+
 /*
  * Arm or move @t (uroce_timer_arm, net.h). The array grows when a timer is armed that was not;
  * if that allocation fails, which the void interface cannot report, the process is aborted

@@ -280,3 +280,28 @@ Test(timer, cancel_from_a_callback, .init = port_24824, .fini = close_net)
 	cr_assert_eq(pair.a.heap_index, 0);
 	cr_assert_eq(pair.b.heap_index, 0);
 }
+
+static atomic_int on_timer_thread_seen;
+
+static void note_thread(struct uroce_timer *t, uint64_t now)
+{
+	(void)now;
+	atomic_store(&on_timer_thread_seen, uroce_net_on_timer_thread(net) ? 1 : -1);
+	atomic_fetch_add(&((struct probe *)t)->count, 1);
+}
+
+static void port_24825(void)
+{
+	open_net("24825");
+}
+
+/* The progress thread, which runs the callbacks, is the timer thread; no other thread is. */
+Test(timer, only_the_progress_thread_is_the_timer_thread, .init = port_24825, .fini = close_net)
+{
+	struct probe p = {.t.fire = note_thread};
+
+	cr_assert_not(uroce_net_on_timer_thread(net));
+	uroce_timer_arm(net, &p.t, uroce_now());
+	wait_count(&p.count, 1, 2000 * MS);
+	cr_assert_eq(atomic_load(&on_timer_thread_seen), 1);
+}
