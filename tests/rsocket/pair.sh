@@ -9,6 +9,8 @@
 #   udpong ARGS                     both sides with ARGS; the client exits 0 with a report
 #   rs_check BINARY [reset]         tests/rsocket/rs_check.c, server and client
 #   sock_echo BINARY / iperf        an ordinary socket program under librspreload.so
+# RS_PROG_TIMEOUT: seconds an rstream or riostream side may run (300; the -S all matrices
+# get longer: tests/rsocket.cmake).
 set -uo pipefail
 
 run=$1 san=$2 udp=$3 port=$4 where=$5 n=$6 prog=$7
@@ -35,7 +37,7 @@ fail() {
 
 # start_server CMD...: the server in the server's host, ready once its rdma_cm listens.
 start_server() {
-	"${in_a[@]}" timeout 300 "$run" "$@" >"$dir/server.out" 2>&1 &
+	"${in_a[@]}" timeout "${RS_PROG_TIMEOUT:-300}" "$run" "$@" >"$dir/server.out" 2>&1 &
 	server=$!
 	wait_rdma_cm_listen "$dir/server.out" "$port" || fail "the server did not listen"
 }
@@ -55,7 +57,8 @@ results() {
 case $prog in
 rstream | riostream)
 	start_server "$prog" -p "$port" "$@"
-	"${in_b[@]}" timeout 300 "$run" "$prog" -s "$addr" -p "$port" "$@" >"$dir/client.out" 2>&1
+	"${in_b[@]}" timeout "${RS_PROG_TIMEOUT:-300}" "$run" "$prog" -s "$addr" -p "$port" "$@" \
+		>"$dir/client.out" 2>&1
 	crc=$?
 	finish_server
 	((crc == 0 && src == 0)) || fail "exit $src (server), $crc (client)"
