@@ -291,7 +291,9 @@ bool roce_qp_nak_due(const struct roce_qp *qp)
 
 void roce_qp_ack_now(struct roce_qp *qp)
 {
-	qp->resp.ack_deadline = 0;
+	/* As roce_qp_handle_expiry: a QP in RESET or Error sends no held ACK. */
+	if (qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_ERR)
+		qp->resp.ack_deadline = 0;
 }
 
 uint64_t roce_qp_expiry(const struct roce_qp *qp)

@@ -2,12 +2,11 @@
 /* Completion channels: ibv_create_comp_channel, ibv_get_cq_event, ibv_ack_cq_events. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 
-#include "verbs-shim/channel.h"
 #include "verbs-shim/engine.h"
+
 #include "verbs-shim/export.h"
 #include "verbs-shim/objects.h"
 
@@ -113,21 +112,6 @@ static int wait_receiving(struct uroce_evq *q)
 		err = uroce_engine_wait(q->fd, events_ready, q);
 	while (err == EINTR && wait_restarts());
 	return err == EINTR ? EINTR : 0;
-}
-
-UROCE_EXPORT int uroce_channel_wait(struct ibv_comp_channel *channel)
-{
-	struct uroce_evq *q = &to_uchannel(channel)->events;
-	struct pollfd p = {.fd = q->fd, .events = POLLIN};
-	int err;
-
-	if (uroce_evq_ready(q))
-		return 0;
-	err = uroce_engine_wait(q->fd, events_ready, q);
-	if (err || uroce_evq_ready(q))
-		return err;
-	/* No engine, or it stops: the fd alone tells. */
-	return poll(&p, 1, -1) < 0 ? errno : 0;
 }
 
 UROCE_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,

@@ -18,7 +18,6 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "verbs-shim/channel.h"
 #include "verbs-shim/export.h"
 #include "verbs-shim/rdmacm/cma.h"
 #include "verbs-shim/rdmacm/rsocket_int.h"
@@ -363,7 +362,7 @@ int rs_take_cq_event(struct rs *rs)
 	void *ctx;
 
 	while (atomic_load(&rs->cq_armed)) {
-		int err;
+		struct pollfd p = {.fd = rs->cq_channel->fd, .events = POLLIN};
 
 		if (!ibv_get_cq_event(rs->cq_channel, &cq, &ctx)) {
 			rs_event_taken(rs);
@@ -371,10 +370,7 @@ int rs_take_cq_event(struct rs *rs)
 		}
 		if (errno != EAGAIN)
 			return errno;
-		/* The channel's fd stays non-blocking for rpoll; this thread waits receiving, so
-		 * the peer's datagram wakes it rather than the progress thread first. */
-		err = uroce_channel_wait(rs->cq_channel);
-		if (err == EINTR)
+		if (poll(&p, 1, -1) < 0 && errno == EINTR)
 			return EINTR;
 	}
 	return 0;
