@@ -150,10 +150,6 @@ void uroce_engine_on_recv(void *arg, const struct uroce_rx *rx)
  * The batch is over: each QP that took packets sends what it has ready, unless a drain since did
  * (a post the application made meanwhile: in a ping-pong the answer took the ACK along).
  * Only the receiving thread marks a QP due, so a QP seen not due was drained after its packets.
- * An ACK held back to coalesce waits on a QP's timer only where the progress thread received:
- * an application thread (polling, or waiting for an event) sends it now, since the timer would
- * wake the progress thread twice, and that thread would contend with it for the receive and QP
- * locks, at each receive batch of a stream.
  */
 void uroce_engine_on_batch_end(void *arg)
 {
@@ -165,8 +161,6 @@ void uroce_engine_on_batch_end(void *arg)
 		if (!qp || !atomic_load_explicit(&qp->drain_due, memory_order_relaxed))
 			continue; /* destroyed meanwhile, or drained */
 		pthread_mutex_lock(&qp->lock);
-		if (!uroce_net_on_timer_thread(uroce_engine_ep))
-			roce_qp_ack_now(&qp->core);
 		uroce_engine_drain(qp, pending.now);
 		pthread_mutex_unlock(&qp->lock);
 	}

@@ -125,7 +125,13 @@ static void drain_one_by_one(struct uroce_qp *qp, uint64_t now)
 	}
 }
 
-/* Send everything the core has ready, in trains per destination. qp->lock held. */
+/*
+ * Send everything the core has ready, in trains per destination. qp->lock held. An ACK held
+ * back to coalesce waits on the QP's timer only when the progress thread drains: from any other
+ * thread (a receive batch of a polling or waiting thread, a post) it leaves now, since arming
+ * that timer would wake the progress thread twice, which would then contend with this thread
+ * for the receive and QP locks, at each batch of a stream.
+ */
 void uroce_engine_drain(struct uroce_qp *qp, uint64_t now)
 {
 	struct train *t = train_get();
@@ -136,6 +142,8 @@ void uroce_engine_drain(struct uroce_qp *qp, uint64_t now)
 	size_t off = 0, len;
 
 	atomic_store_explicit(&qp->drain_due, false, memory_order_relaxed);
+	if (!uroce_net_on_timer_thread(uroce_engine_ep))
+		roce_qp_ack_now(&qp->core);
 	if (!t) {
 		drain_one_by_one(qp, now);
 		rearm(qp);
