@@ -297,8 +297,12 @@ class Runner:
             cli = subprocess.run(cli_cmd, env=env, capture_output=True, text=True,
                                  timeout=timeout)
             out, ok = cli.stdout, cli.returncode == 0
+            if not ok:
+                said = (cli.stderr.strip() or cli.stdout.strip()).splitlines()
+                self.last += f" (exit {cli.returncode}{': ' + said[-1] if said else ''})"
         except subprocess.TimeoutExpired:
             out, ok = "", False
+            self.last += f" (no end within {timeout} s)"
         if prog_args and prog_args[0] == "cmtime":
             server.send_signal(signal.SIGINT)  # cmtime's server runs until interrupted
         try:
@@ -306,6 +310,8 @@ class Runner:
         except subprocess.TimeoutExpired:
             server.kill()
             server.communicate()
+            if ok:
+                self.last += " (the server did not end)"
             ok = False
         return out if ok else None
 
