@@ -304,8 +304,8 @@ bool roce_qp_nak_due(const struct roce_qp *qp);
 /*
  * An ACK the responder holds back to coalesce (after a packet without AckReq it waits
  * ROCE_ACK_DELAY_NS, qp_int.h, for more) is due now: the next roce_qp_write_pkt sends it. For an
- * owner whose thread could only keep that deadline by waking another (verbs-shim/engine_rx.c):
- * there the wake-up costs more than the ACKs it saves.
+ * owner whose thread could only keep that deadline by waking another (verbs-shim/engine_tx.c,
+ * uroce_engine_drain): there the wake-up costs more than the ACKs it saves.
  */
 void roce_qp_ack_now(struct roce_qp *qp);
 
