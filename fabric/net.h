@@ -104,9 +104,11 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
  * Transmit @n RoCEv2 datagrams to one destination @f, laid out back to back in @buf: the first
  * lens[0] bytes, then lens[1], ... Each is finished as uroce_net_send() does; runs of equal
  * length (the last of a run may be shorter, as a message's LAST packet) leave in one UDP GSO
- * send, with the IPv4 IDs the kernel gives the segments in their ICRCs. Where the path cannot do
- * GSO they go one by one. Returns 0 or the first error (as uroce_net_send); the others of the
- * train are still attempted.
+ * send, with the IPv4 IDs the kernel gives the segments in their ICRCs, and the runs in one
+ * sendmmsg. To a process of this host, an RC ACK ahead of requests of one length is moved
+ * behind them in @buf (transport/wire.h: roce_train_ack_last). Where the path cannot do GSO they
+ * go one by one. Returns 0 or the first error (as uroce_net_send); the others of the train are
+ * still attempted.
  */
 int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
 			 const uint16_t *lens, unsigned int n);

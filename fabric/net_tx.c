@@ -229,77 +229,165 @@ static int send_each(struct uroce_net *net, const struct roce_ipudp *f, uint8_t 
 	return err;
 }
 
-/*
- * Send the run of @k datagrams lens[0..k) at @buf (@bytes in all) as one UDP GSO send through
- * @s to UDP port @dport, @g0 being the first one's headers; each is recorded before any answer to
- * it (pcap.h). Returns 0 or the send's errno (EIO or EINVAL: this path cannot do GSO; nothing was
- * sent).
- */
-static int send_gso_run(struct uroce_net *net, const struct uroce_udp *s,
-			const struct roce_ipudp *g0, uint8_t *buf, const uint16_t *lens,
-			unsigned int k, size_t bytes, uint16_t dport)
+/* A GSO run of a train (gso_run): @k datagrams lens[0..k), @bytes in all at @buf, for @dport. */
+struct run {
+	uint8_t *buf;
+	const uint16_t *lens;
+	unsigned int k;
+	size_t bytes;
+	uint16_t dport;
+};
+
+/* Fill the ICRCs of run @r, @g0 being its first datagram's headers. */
+static void fill_run(const struct roce_ipudp *g0, const struct run *r)
 {
-	struct roce_ipudp w = *g0, g = *g0;
+	struct roce_ipudp g = *g0;
 	bool v4 = roce_gid_is_v4(g0->sgid);
-	uint8_t *p = buf;
-	int e;
+	uint8_t *p = r->buf;
 
 	/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
-	for (unsigned int j = 0; j < k; p += lens[j], j++) {
+	for (unsigned int j = 0; j < r->k; p += r->lens[j], j++) {
 		g.ip_id = v4 ? (uint16_t)j : 0;
-		roce_icrc_fill(&g, p, lens[j]);
+		roce_icrc_fill(&g, p, r->lens[j]);
 	}
-	w.dport = dport;
-	if (net->pcap)
-		uroce_pcap_hold(net->pcap);
-	e = uroce_udp_send_gso(s, &w, buf, bytes, lens[0]);
-	if (!e)
-		atomic_fetch_add(&net->tx_packets, k);
-	if (net->pcap) {
-		p = buf;
-		for (unsigned int j = 0; !e && j < k; p += lens[j], j++) {
-			g.ip_id = v4 ? (uint16_t)j : 0;
-			uroce_pcap_write(net->pcap, &g, p, lens[j], net_wall_clock());
-		}
-		uroce_pcap_release(net->pcap);
-	}
-	return e;
 }
 
+/* Count and record run @r, sent. */
+static void run_sent(struct uroce_net *net, const struct roce_ipudp *g0, const struct run *r)
+{
+	struct roce_ipudp g = *g0;
+	bool v4 = roce_gid_is_v4(g0->sgid);
+	uint8_t *p = r->buf;
+
+	atomic_fetch_add(&net->tx_packets, r->k);
+	if (!net->pcap)
+		return;
+	for (unsigned int j = 0; j < r->k; p += r->lens[j], j++) {
+		g.ip_id = v4 ? (uint16_t)j : 0;
+		uroce_pcap_write(net->pcap, &g, p, r->lens[j], net_wall_clock());
+	}
+}
+
+/*
+ * Send the runs @r[0..n) of a train through @s as one sendmmsg (udp.h: uroce_udp_send_batch),
+ * @g0 being their first datagrams' headers; each datagram is recorded before any answer to it
+ * (pcap.h). A run the kernel refuses is counted in tx_errors; one it cannot send as GSO (EIO or
+ * EINVAL) turns GSO off, and it and those after it go one by one. Returns 0 or the first error.
+ */
+static int send_runs(struct uroce_net *net, const struct uroce_udp *s, const struct roce_ipudp *g0,
+		     struct run *r, unsigned int n)
+{
+	struct uroce_udp_msg m[UROCE_UDP_BATCH];
+	unsigned int i = 0;
+	int err = 0;
+
+	for (unsigned int j = 0; j < n; j++) {
+		fill_run(g0, &r[j]);
+		m[j] = (struct uroce_udp_msg){.roce = r[j].buf,
+					      .len = r[j].bytes,
+					      .seg = r[j].k > 1 ? r[j].lens[0] : 0,
+					      .dport = r[j].dport};
+	}
+	if (net->pcap)
+		uroce_pcap_hold(net->pcap);
+	while (i < n) {
+		int e;
+		unsigned int sent = uroce_udp_send_batch(s, g0, m + i, n - i, &e);
+
+		for (unsigned int j = i; j < i + sent; j++)
+			run_sent(net, g0, &r[j]);
+		i += sent;
+		if (!e)
+			continue;
+		if ((e == EIO || e == EINVAL) && r[i].k > 1)
+			break;
+		atomic_fetch_add(&net->tx_errors, r[i].k);
+		if (!err)
+			err = e;
+		i++;
+	}
+	if (net->pcap)
+		uroce_pcap_release(net->pcap);
+	if (i < n) {
+		/* No UDP GSO on this path: from now on one by one (send_each records them). */
+		atomic_store(&net->no_gso, true);
+		for (; i < n; i++) {
+			int e = send_each(net, g0, r[i].buf, r[i].lens, r[i].k);
+
+			if (!err)
+				err = e;
+		}
+	}
+	return err;
+}
+
+/*
+ * The most bytes of requests an ACK is moved behind (roce_train_ack_last): a copy of this size
+ * costs less than the send and the receive it saves.
+ */
+#define ACK_LAST_MAX 16384u
+
+/*
+ * A train of @n packets at @buf (@lens) to a process of this host (direct delivery, dest_port)
+ * that starts with an ACK ahead of requests: the ACK rides behind them, so that the train is
+ * one GSO send, one datagram at the receiver, which takes the ACK first (wire.h). Only there:
+ * another host's RoCE stack may take packets in the order they come. @lens is copied to @moved
+ * if the train changes; returns the lengths to use.
+ */
+static const uint16_t *ack_last(struct uroce_net *net, const struct roce_ipudp *g0, uint8_t *buf,
+				const uint16_t *lens, unsigned int n, uint16_t *moved)
+{
+	size_t max = UROCE_UDP_GSO_MAX - lens[0];
+
+	if (n < 2 || n > UROCE_UDP_GSO_SEGS || buf[0] != (ROCE_TR_RC | ROCE_OP_ACK) ||
+	    dest_port(net, g0, buf, lens[0]) == g0->dport)
+		return lens;
+	memcpy(moved, lens, n * sizeof(*lens));
+	return roce_train_ack_last(buf, moved, n, max < ACK_LAST_MAX ? max : ACK_LAST_MAX) ? moved
+											   : lens;
+}
+
+/*
+ * A train's runs leave together, a sendmmsg of up to UROCE_UDP_BATCH of them: an ACK and the
+ * reply behind it (two lengths, so two runs) cost one system call. Faults act on single packets
+ * and multicast copies are made per packet: with them, trains go one by one.
+ */
 int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
 			 const uint16_t *lens, unsigned int n)
 {
+	struct run r[UROCE_UDP_BATCH];
+	uint16_t moved[UROCE_UDP_GSO_SEGS];
+	const struct uroce_udp *s;
+	struct roce_ipudp g0;
+	unsigned int nr = 0;
 	int err = 0;
 
+	if (atomic_load(&net->no_gso) || uroce_faults_on(net->faults, true) ||
+	    roce_gid_is_multicast(f->dgid))
+		return send_each(net, f, buf, lens, n);
+	(void)check_send(net, f, lens[0], &s); /* the socket; each run's own check below */
+	g0 = on_wire(net, s, f, 0);
+	lens = ack_last(net, &g0, buf, lens, n, moved);
 	for (unsigned int i = 0; i < n;) {
-		const struct uroce_udp *s;
 		int e = check_send(net, f, lens[i], &s);
-		struct roce_ipudp g0 = e ? *f : on_wire(net, s, f, 0);
-		size_t bytes;
-		uint16_t dport;
-		unsigned int k = gso_run(net, &g0, buf, lens + i, n - i, &bytes, &dport);
+		struct run run = {.buf = buf, .lens = lens + i};
 
-		/* Faults act on single packets, and multicast copies are made per packet: with
-		 * them, trains go one by one. */
-		if (!e && k > 1 && !atomic_load(&net->no_gso) &&
-		    !uroce_faults_on(net->faults, true) && !roce_gid_is_multicast(f->dgid)) {
-			e = send_gso_run(net, s, &g0, buf, lens + i, k, bytes, dport);
-			if (e == EIO || e == EINVAL) {
-				/* No UDP GSO on this path: from now on one by one. */
-				atomic_store(&net->no_gso, true);
-				e = send_each(net, f, buf, lens + i, k);
-			} else if (e) {
-				atomic_fetch_add(&net->tx_errors, k);
-			}
-		} else if (!e) {
-			e = send_each(net, f, buf, lens + i, k);
+		run.k = gso_run(net, &g0, buf, lens + i, n - i, &run.bytes, &run.dport);
+		if (e) {
+			atomic_fetch_add(&net->tx_errors, run.k);
+			if (!err)
+				err = e;
 		} else {
-			atomic_fetch_add(&net->tx_errors, k);
+			r[nr++] = run;
 		}
-		if (!err)
-			err = e;
-		buf += bytes;
-		i += k;
+		buf += run.bytes;
+		i += run.k;
+		if (nr == UROCE_UDP_BATCH || (i == n && nr)) {
+			e = send_runs(net, s, &g0, r, nr);
+			if (!err)
+				err = e;
+			nr = 0;
+		}
 	}
 	return err;
 }

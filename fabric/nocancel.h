@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The system calls the engine makes on application threads, without glibc's cancellation
- * points. POSIX makes sendmsg, recvmsg, recvmmsg, epoll_wait, poll and write cancellation
- * points, and the engine calls them from inside ibv_poll_cq and ibv_post_send while it holds a
- * QP's lock or the receive lock: a thread cancelled there would end holding the lock, and every
- * other thread of the process would wait for it for ever. On an RNIC these verbs only touch
- * memory and are no cancellation points; here neither. (The blocking waits a program may cancel,
- * ibv_get_cq_event and ibv_get_async_event, stay cancellable: verbs-shim/channel.c.) They are
- * also cheaper: glibc's cancellable wrappers switch the thread to asynchronous cancellation and
- * back around every call, which a busy-polling thread pays on each empty poll.
+ * points. glibc (after POSIX) makes sendmsg, sendmmsg, recvmsg, recvmmsg, epoll_wait, poll and
+ * write cancellation points, and the engine calls them from inside ibv_poll_cq and
+ * ibv_post_send while it holds a QP's lock or the receive lock: a thread cancelled there would
+ * end holding the lock, and every other thread of the process would wait for it for ever. On an
+ * RNIC these verbs only touch memory and are no cancellation points; here neither. (The
+ * blocking waits a program may cancel, ibv_get_cq_event and ibv_get_async_event, stay
+ * cancellable: verbs-shim/channel.c.) They are also cheaper: glibc's cancellable wrappers switch
+ * the thread to asynchronous cancellation and back around every call, which a busy-polling
+ * thread pays on each empty poll.
  *
  * Each returns what the system call does: the result, or -1 with errno set.
  */
@@ -35,6 +36,11 @@ static inline ssize_t nc_read(int fd, void *buf, size_t len)
 static inline ssize_t nc_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	return syscall(SYS_sendmsg, fd, msg, flags);
+}
+
+static inline int nc_sendmmsg(int fd, struct mmsghdr *msgs, unsigned int n, int flags)
+{
+	return (int)syscall(SYS_sendmmsg, fd, msgs, n, flags);
 }
 
 static inline ssize_t nc_recvmsg(int fd, struct msghdr *msg, int flags)

@@ -102,7 +102,8 @@ struct uroce_progress {
 	uint64_t idle_ns, idle_check;
 	uint64_t handed_at;                  /* progress thread: when it last gave the sockets */
 	_Atomic unsigned int handover_polls; /* empty polls before a thread asks for the sockets */
-	atomic_bool end_due; /* a polling thread put off the batch_end callback (rx_lock) */
+	atomic_bool end_due;         /* a polling thread put off the batch_end callback (rx_lock) */
+	_Atomic uint64_t end_due_at; /* when the batch it put off was received (rx_lock) */
 	atomic_bool stop;
 	struct uroce_timers timers;
 	unsigned int nbufs;

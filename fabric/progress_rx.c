@@ -16,6 +16,8 @@
 
 #define RX_BATCH  16 /* datagrams per recvmmsg of the direct receive */
 #define RX_ROUNDS 8  /* receives of one turn at a socket (hand_out_stream) */
+/* An empty poll this soon after a batch leaves it put off (progress_receive_direct). */
+#define BATCH_HOLD_NS 5000u
 /* Direct receive buffers hold UROCE_UDP_RECV_MAX bytes, 64-byte aligned. */
 #define RX_STRIDE ((UROCE_UDP_RECV_MAX + 63) & ~(size_t)63)
 
@@ -30,28 +32,43 @@ struct direct_rx {
 	} control[RX_BATCH];
 };
 
+/* Hand out the packet of @len bytes at @roce, the datagram's @i-th (rx: its headers). */
+static void hand_out_packet(struct uroce_progress *p, struct uroce_rx *rx, const uint8_t *roce,
+			    size_t len, size_t i)
+{
+	/*
+	 * The kernel gives an IPv4 datagram with DF from an unconnected socket the ID 0, and the
+	 * segments of a UDP GSO send 0, 1, 2, ... (ip_select_ident_segs, inet_gso_segment); a GRO
+	 * receive on loopback or veth is one such send. Guessed so, the ICRC check
+	 * (roce_icrc_verify) seldom has to recover the ID.
+	 */
+	if (roce_ipudp_is_v4(&rx->ip))
+		rx->ip.ip_id = (uint16_t)i;
+	rx->roce = roce;
+	rx->len = len;
+	if (len > UROCE_PROGRESS_PAYLOAD_MAX) {
+		atomic_fetch_add(&p->rx_oversize, 1);
+		return;
+	}
+	p->ops->datagram(p->arg, rx);
+}
+
 void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
 		       const uint8_t *data, size_t len, uint64_t now)
 {
 	struct uroce_rx rx = {.ip = *ip, .now = now};
-	bool v4 = roce_ipudp_is_v4(ip);
+	size_t end = len;
 
-	for (size_t off = 0, i = 0; off < len; off += rx.len, i++) {
-		/*
-		 * The kernel gives an IPv4 datagram with DF from an unconnected socket the ID 0,
-		 * and the segments of a UDP GSO send 0, 1, 2, ... (ip_select_ident_segs,
-		 * inet_gso_segment); a GRO receive on loopback or veth is one such send. Guessed
-		 * so, the ICRC check (roce_icrc_verify) seldom has to recover the ID.
-		 */
-		if (v4)
-			rx.ip.ip_id = (uint16_t)i;
-		rx.roce = data + off;
-		rx.len = uroce_udp_segment(len, seg, off);
-		if (rx.len > UROCE_PROGRESS_PAYLOAD_MAX) {
-			atomic_fetch_add(&p->rx_oversize, 1);
-			continue;
-		}
-		p->ops->datagram(p->arg, &rx);
+	/* An ACK sent behind the requests it went ahead of (transport/wire.h) is taken first. */
+	if (roce_datagram_acks_first(data, len, seg)) {
+		end = (len - 1) / seg * seg;
+		hand_out_packet(p, &rx, data + end, len - end, end / seg);
+	}
+	for (size_t off = 0, i = 0; off < end; i++) {
+		size_t n = uroce_udp_segment(len, seg, off);
+
+		hand_out_packet(p, &rx, data + off, n, i);
+		off += n;
 	}
 	if (p->ops->datagram_end)
 		p->ops->datagram_end(p->arg);
@@ -207,21 +224,28 @@ unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now)
 		slot = p->rx_next++ % n;
 	want = first_want(&p->udp[slot]);
 	first = receive(&p->udp[slot], p->direct, want);
-	if (!first && !atomic_load_explicit(&p->end_due, memory_order_relaxed))
+	/*
+	 * The previous poll's batch ends at a later poll, not as that poll returned: its
+	 * completions reach the caller before the answers (ACKs) go out, so that no send stands
+	 * on the way to each completion of a ping-pong. And not at a poll that brings nothing
+	 * within BATCH_HOLD_NS of it: a program often polls again (another CQ, its other
+	 * transports) before it posts its answer, and a post sends the ACK too, in one datagram
+	 * with the answer (transport/wire.h: roce_train_ack_last). Bounded by a poll after that
+	 * time or one that brings datagrams, a post, a hand-back to the progress thread (after the
+	 * idle window) or a QP's modify or destroy (verbs-shim/engine_tx.c: uroce_qp_modified,
+	 * uroce_qp_kick).
+	 */
+	if (!first &&
+	    (!atomic_load_explicit(&p->end_due, memory_order_relaxed) ||
+	     now - atomic_load_explicit(&p->end_due_at, memory_order_relaxed) < BATCH_HOLD_NS))
 		return 0;
 	progress_rx_lock(p);
-	/*
-	 * The previous poll's batch ends here, at the next poll, not as that poll returned: its
-	 * completions reach the caller before the answers (ACKs) go out, so that no send stands
-	 * on the way to each completion of a ping-pong. Bounded by the next poll, a hand-back to
-	 * the progress thread (after the idle window) or a QP's modify or destroy
-	 * (verbs-shim/engine_tx.c: uroce_qp_modified, uroce_qp_kick).
-	 */
 	progress_end_batch(p);
 	if (first) {
 		got = hand_out_stream(p, slot, first, want, now);
 		p->rx_hint = slot;
 		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
+		atomic_store_explicit(&p->end_due_at, now, memory_order_relaxed);
 	}
 	progress_rx_unlock(p);
 	return got;

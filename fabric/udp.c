@@ -300,72 +300,84 @@ static void put_cmsg(struct msghdr *msg, int level, int type, const void *data, 
 	msg->msg_controllen += CMSG_SPACE(len);
 }
 
-/* One sendmsg of @len bytes; @seg > 0 makes it a UDP GSO send of @seg-byte datagrams. */
-static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
-		    size_t len, uint16_t seg)
-{
+/* A datagram's message header and what it points to (out_msg). */
+struct udp_out {
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int)) +
 			 CMSG_SPACE(sizeof(uint16_t))];
 	} control;
-	struct sockaddr_storage to = {0};
-	struct iovec iov = {.iov_base = (void *)roce, .iov_len = len};
-	struct msghdr msg = {
-		.msg_name = &to,
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = control.buf,
-	};
-	int tos = f->tos, ttl = f->ttl, err;
+	struct sockaddr_storage to;
+	struct iovec iov;
+};
+
+/*
+ * @msg for @len bytes at @roce from @f's source to @f's destination at UDP port @dport, its
+ * name, payload and control messages in @o; @seg > 0 makes it a UDP GSO send of @seg-byte
+ * datagrams.
+ */
+static void out_msg(const struct uroce_udp *s, const struct roce_ipudp *f, uint16_t dport,
+		    const uint8_t *roce, size_t len, uint16_t seg, struct udp_out *o,
+		    struct msghdr *msg)
+{
+	int tos = f->tos, ttl = f->ttl;
 	bool mcast = roce_gid_is_multicast(f->dgid);
 	/* Multicast has TTLs of its own (IP_MULTICAST_TTL): always said. */
 	bool say_tos = tos != DEFAULT_TOS || mcast, say_ttl = ttl != DEFAULT_TTL || mcast;
 
-	memset(&control, 0, sizeof(control));
+	memset(o, 0, sizeof(*o));
+	o->iov = (struct iovec){.iov_base = (void *)roce, .iov_len = len};
+	*msg = (struct msghdr){
+		.msg_name = &o->to,
+		.msg_iov = &o->iov,
+		.msg_iovlen = 1,
+		.msg_control = o->control.buf,
+	};
 	if (s->family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&to;
+		struct sockaddr_in *sin = (struct sockaddr_in *)&o->to;
 		struct in_pktinfo pi = {0};
 
 		sin->sin_family = AF_INET;
-		sin->sin_port = htons(f->dport);
+		sin->sin_port = htons(dport);
 		memcpy(&sin->sin_addr, f->dgid + 12, 4);
-		msg.msg_namelen = sizeof(*sin);
+		msg->msg_namelen = sizeof(*sin);
 		memcpy(&pi.ipi_spec_dst, f->sgid + 12, 4);
 		/* Multicast leaves through the source address's interface only. */
 		if (mcast)
 			pi.ipi_ifindex = (int)ifindex_of(f->sgid);
-		put_cmsg(&msg, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
+		put_cmsg(msg, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 		if (say_tos)
-			put_cmsg(&msg, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+			put_cmsg(msg, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
 		if (say_ttl)
-			put_cmsg(&msg, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+			put_cmsg(msg, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
 	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&to;
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&o->to;
 		struct in6_pktinfo pi = {0};
 
 		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(f->dport);
+		sin6->sin6_port = htons(dport);
 		sin6->sin6_flowinfo = htonl(f->flow_label & 0xFFFFF);
 		memcpy(&sin6->sin6_addr, f->dgid, 16);
-		msg.msg_namelen = sizeof(*sin6);
+		msg->msg_namelen = sizeof(*sin6);
 		memcpy(&pi.ipi6_addr, f->sgid, 16);
 		/* A link-local or multicast destination: through the source address's interface. */
 		if (is_link_local(f->dgid) || mcast) {
 			sin6->sin6_scope_id = ifindex_of(f->sgid);
 			pi.ipi6_ifindex = sin6->sin6_scope_id;
 		}
-		put_cmsg(&msg, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
+		put_cmsg(msg, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
 		if (say_tos)
-			put_cmsg(&msg, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+			put_cmsg(msg, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
 		if (say_ttl)
-			put_cmsg(&msg, IPPROTO_IPV6, IPV6_HOPLIMIT, &ttl, sizeof(ttl));
+			put_cmsg(msg, IPPROTO_IPV6, IPV6_HOPLIMIT, &ttl, sizeof(ttl));
 	}
 	if (seg)
-		put_cmsg(&msg, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
-	if (nc_sendmsg(s->fd, &msg, MSG_NOSIGNAL) >= 0)
-		return 0;
-	err = errno;
+		put_cmsg(msg, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
+}
+
+/* A send's errno @err as the senders report it (udp.h). */
+static int send_error(const struct uroce_udp *s, const struct roce_ipudp *f, int err)
+{
 	/*
 	 * A source address that is not local fails the IPv4 route lookup (ENETUNREACH) or
 	 * IPV6_PKTINFO (EINVAL); tell it from a destination without a route.
@@ -373,6 +385,27 @@ static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const
 	if ((err == ENETUNREACH || err == EINVAL) && !is_local(s->family, f->sgid))
 		return EADDRNOTAVAIL;
 	return err;
+}
+
+/* One sendmsg of @len bytes; @seg > 0 makes it a UDP GSO send of @seg-byte datagrams. */
+static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
+		    size_t len, uint16_t seg)
+{
+	struct udp_out o;
+	struct msghdr msg;
+
+	out_msg(s, f, f->dport, roce, len, seg, &o, &msg);
+	if (nc_sendmsg(s->fd, &msg, MSG_NOSIGNAL) >= 0)
+		return 0;
+	return send_error(s, f, errno);
+}
+
+/* 0 if one GSO send may carry @len bytes as @seg-byte datagrams (udp.h), else EMSGSIZE. */
+static int gso_check(size_t len, uint16_t seg)
+{
+	if (seg && len > seg && (len > UROCE_UDP_GSO_MAX || len > (size_t)seg * UROCE_UDP_GSO_SEGS))
+		return EMSGSIZE;
+	return 0;
 }
 
 int uroce_udp_join(const struct uroce_udp *s, const uint8_t group[16], unsigned int ifindex,
@@ -405,11 +438,42 @@ int uroce_udp_send(const struct uroce_udp *s, const struct roce_ipudp *f, const 
 int uroce_udp_send_gso(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
 		       size_t len, uint16_t seg)
 {
-	if (!seg || len <= seg)
-		return send_one(s, f, roce, len, 0);
-	if (len > UROCE_UDP_GSO_MAX || len > (size_t)seg * UROCE_UDP_GSO_SEGS)
-		return EMSGSIZE;
-	return send_one(s, f, roce, len, seg);
+	int err = gso_check(len, seg);
+
+	if (err)
+		return err;
+	return send_one(s, f, roce, len, len > seg ? seg : 0);
+}
+
+unsigned int uroce_udp_send_batch(const struct uroce_udp *s, const struct roce_ipudp *f,
+				  const struct uroce_udp_msg *m, unsigned int n, int *err)
+{
+	struct udp_out o[UROCE_UDP_BATCH];
+	struct mmsghdr mm[UROCE_UDP_BATCH];
+	unsigned int ok = 0, done = 0;
+
+	*err = 0;
+	if (n > UROCE_UDP_BATCH)
+		n = UROCE_UDP_BATCH;
+	/* The messages before the first the kernel would refuse go; that one reports. */
+	for (; ok < n && !(*err = gso_check(m[ok].len, m[ok].seg)); ok++)
+		out_msg(s, f, m[ok].dport, m[ok].roce, m[ok].len,
+			m[ok].len > m[ok].seg ? m[ok].seg : 0, &o[ok], &mm[ok].msg_hdr);
+	/*
+	 * sendmmsg stops at the first message that fails and returns how many went before it;
+	 * sending again from there returns that message's error (or one the kernel kept for the
+	 * next call: Linux's __sys_sendmmsg).
+	 */
+	while (done < ok) {
+		int r = nc_sendmmsg(s->fd, mm + done, ok - done, MSG_NOSIGNAL);
+
+		if (r < 0) {
+			*err = send_error(s, f, errno);
+			return done;
+		}
+		done += (unsigned int)r;
+	}
+	return done;
 }
 
 int uroce_udp_rx_source(struct roce_ipudp *f, const struct uroce_udp *s, const void *name,

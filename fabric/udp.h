@@ -109,6 +109,28 @@ int uroce_udp_join(const struct uroce_udp *s, const uint8_t group[16], unsigned 
 int uroce_udp_send_gso(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
 		       size_t len, uint16_t seg);
 
+/* One message of uroce_udp_send_batch: @len bytes at @roce to UDP port @dport, as
+ * uroce_udp_send_gso sends them with @seg (0: one datagram). */
+struct uroce_udp_msg {
+	const uint8_t *roce;
+	size_t len;
+	uint16_t seg;
+	uint16_t dport;
+};
+
+/* The most messages uroce_udp_send_batch takes. */
+#define UROCE_UDP_BATCH 16u
+
+/*
+ * Send the messages @m[0..n) (n at most UROCE_UDP_BATCH) from @f's source to @f's destination
+ * address, each to its own port (@f's dport unused), in one system call (sendmmsg): a GSO run
+ * and a datagram of another length, such as an ACK and the reply behind it, cost one call
+ * instead of two. Returns how many were sent: all @n, with *@err 0, or those before the first
+ * that failed, with *@err its error as uroce_udp_send_gso's.
+ */
+unsigned int uroce_udp_send_batch(const struct uroce_udp *s, const struct roce_ipudp *f,
+				  const struct uroce_udp_msg *m, unsigned int n, int *err);
+
 /*
  * Receive from @s without waiting, outside the progress thread (which must not be receiving on
  * @s): the UDP payload into @buf (@cap bytes; UROCE_UDP_RECV_MAX holds anything), and @f as the

@@ -3,7 +3,8 @@
  * uroce_net_send_train (fabric/net.h): a message's packets leave as UDP GSO sends, cut by the
  * kernel, each with the ICRC of the IPv4 ID the kernel gives it, so that a receiver that checks
  * ICRCs as hardware does (with the real ID) accepts every one; runs of other lengths and a
- * shorter last packet; and the capture shows each packet with that ID.
+ * shorter last packet; and the capture shows each packet with that ID. An ACK ahead of requests
+ * for a process of this host travels behind them, in their GSO send, and is taken first.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -161,4 +162,58 @@ Test(net_train, longer_than_one_gso_send)
 	}
 	send_train(lens, 100);
 	check(lens, 100, ids);
+}
+
+/* An RC packet @op of @len bytes to @qpn, PSN @psn, its payload (if any) filled with @psn. */
+static size_t put_rc(uint8_t *p, uint8_t op, size_t len, uint32_t qpn, uint32_t psn)
+{
+	struct roce_pkt pkt = {0};
+	size_t hdr = roce_opcode(op)->hdr_len;
+
+	pkt.bth.opcode = op;
+	pkt.bth.pkey = ROCE_DEFAULT_PKEY;
+	pkt.bth.dqpn = qpn;
+	pkt.bth.psn = psn;
+	pkt.payload_len = (uint32_t)(len - hdr - ROCE_ICRC_LEN);
+	roce_encode_hdrs(p, hdr, &pkt);
+	memset(p + hdr, (int)psn, pkt.payload_len);
+	return len;
+}
+
+/*
+ * [ACK][SEND][SEND] to this very process (direct delivery): one GSO send of the SENDs and then
+ * the ACK (wire.h: roce_train_ack_last), taken ACK first (roce_datagram_acks_first). The IPv4
+ * IDs the receiver saw tell the datagram's layout: 2 for the ACK, the third of one send.
+ */
+Test(net_train, an_ack_rides_behind_requests_to_this_host_and_is_taken_first)
+{
+	static uint8_t buf[256];
+	const uint16_t lens[] = {20, 36, 36};
+	const uint16_t ids[] = {2, 0, 1};
+	struct roce_ipudp f = {0};
+	uint8_t lo[4] = {127, 0, 0, 1};
+	uint32_t qpn;
+	size_t off = 0;
+
+	cr_assert_eq(uroce_net_alloc_qpn(net, &qpn), 0);
+	off += put_rc(buf + off, ROCE_TR_RC | ROCE_OP_ACK, lens[0], qpn, 7);
+	off += put_rc(buf + off, ROCE_TR_RC | ROCE_OP_SEND_ONLY, lens[1], qpn, 8);
+	put_rc(buf + off, ROCE_TR_RC | ROCE_OP_SEND_ONLY, lens[2], qpn, 9);
+	roce_gid_from_v4(f.sgid, lo);
+	roce_gid_from_v4(f.dgid, lo);
+	f.ttl = 64;
+	cr_assert_eq(uroce_net_send_train(net, &f, buf, lens, 3), 0);
+	wait_got(3);
+	for (int i = 0; i < 3; i++) {
+		struct roce_ipudp g = got[i].ip;
+
+		cr_assert_eq(got[i].len, lens[i], "packet %d: %zu bytes", i, got[i].len);
+		cr_assert_eq(got[i].roce[0],
+			     i ? ROCE_TR_RC | ROCE_OP_SEND_ONLY : ROCE_TR_RC | ROCE_OP_ACK,
+			     "packet %d: opcode %#x", i, got[i].roce[0]);
+		cr_assert_eq(roce_get24(got[i].roce + 9), 7u + (unsigned int)i, "packet %d", i);
+		g.ip_id = ids[i];
+		cr_assert_eq(roce_icrc_verify(&g, got[i].roce, got[i].len), ROCE_ICRC_OK,
+			     "packet %d: the ICRC is not that of IPv4 ID %u", i, ids[i]);
+	}
 }

@@ -868,7 +868,6 @@ Test(wire, all_256_opcodes)
 	}
 }
 
-/* The opcode table's hdr_len is the sum of its headers' sizes (PROTOCOL.md §1.5, §1.6). */
 /* A datagram's packets back to back: opcodes at 0, seg, 2 * seg, ...; the last @tail long. */
 static size_t datagram(uint8_t *buf, const uint8_t *ops, size_t n, uint16_t seg, size_t tail)
 {
@@ -918,6 +917,101 @@ Test(wire, datagram_continues_after_first_or_middle_packets)
 	cr_assert_not(roce_datagram_continues(buf, 0, SEG), "an empty datagram");
 }
 
+/* A train of packets @ops[0..n) with lengths @lens, each filled with its index + 1. */
+static size_t train(uint8_t *buf, const uint8_t *ops, const uint16_t *lens, unsigned int n)
+{
+	size_t off = 0;
+
+	for (unsigned int i = 0; i < n; off += lens[i], i++) {
+		memset(buf + off, (int)(i + 1), lens[i]);
+		buf[off] = ops[i];
+	}
+	return off;
+}
+
+Test(wire, train_ack_last_moves_an_ack_behind_requests_of_one_length)
+{
+	const uint8_t rc = ROCE_TR_RC, ack = ROCE_TR_RC | ROCE_OP_ACK;
+	const uint8_t send = ROCE_TR_RC | ROCE_OP_SEND_ONLY,
+		      write = ROCE_TR_RC | ROCE_OP_WRITE_ONLY;
+	struct {
+		uint8_t ops[4];
+		uint16_t lens[4];
+		unsigned int n;
+		size_t max;
+		bool moved;
+	} c[] = {
+		{{ack, send}, {20, 24}, 2, 16384, true}, /* a ping-pong's hop */
+		{{ack, send}, {20, 20}, 2, 16384, true},
+		{{ack, send, send, send}, {20, 84, 84, 84}, 4, 16384, true},
+		{{ack, write, send}, {20, 48, 48}, 3, 16384, true},
+		{{ack, send}, {20, 24}, 2, 23, false},              /* more than @max */
+		{{ack, send, send}, {20, 84, 60}, 3, 16384, false}, /* two lengths */
+		{{ack, send}, {24, 20}, 2, 16384, false},           /* the ACK longer */
+		{{send, ack}, {24, 20}, 2, 16384, false},           /* no ACK ahead */
+		{{ack}, {20}, 1, 16384, false},
+		{{ack, ack}, {20, 20}, 2, 16384, false},
+		{{ack, rc | ROCE_OP_READ_RESP_ONLY}, {20, 40}, 2, 16384, false}, /* a response */
+		{{ROCE_TR_UC | ROCE_OP_ACK, send}, {20, 24}, 2, 16384, false},   /* not RC */
+		{{ack, send}, {12, 24}, 2, 16384, false}, /* too short for an ACK */
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		uint8_t buf[512], want[512];
+		uint16_t lens[4];
+		size_t len = train(buf, c[i].ops, c[i].lens, c[i].n);
+
+		memcpy(lens, c[i].lens, sizeof(lens));
+		memcpy(want, buf, len);
+		cr_assert_eq(roce_train_ack_last(buf, lens, c[i].n, c[i].max), c[i].moved,
+			     "case %zu", i);
+		if (!c[i].moved) {
+			cr_assert_eq(memcmp(buf, want, len), 0, "case %zu: the train changed", i);
+			cr_assert_eq(memcmp(lens, c[i].lens, sizeof(lens)), 0, "case %zu", i);
+			continue;
+		}
+		/* The requests as they were, then the ACK. */
+		cr_assert_eq(memcmp(buf, want + c[i].lens[0], len - c[i].lens[0]), 0, "case %zu",
+			     i);
+		cr_assert_eq(memcmp(buf + len - c[i].lens[0], want, c[i].lens[0]), 0, "case %zu",
+			     i);
+		for (unsigned int k = 0; k + 1 < c[i].n; k++)
+			cr_assert_eq(lens[k], c[i].lens[k + 1], "case %zu", i);
+		cr_assert_eq(lens[c[i].n - 1], c[i].lens[0], "case %zu", i);
+	}
+}
+
+Test(wire, datagram_acks_first_takes_an_ack_behind_requests_first)
+{
+	enum { SEG = 84 };
+	static uint8_t buf[8 * SEG];
+	const uint8_t rc = ROCE_TR_RC, ack = ROCE_TR_RC | ROCE_OP_ACK;
+	const uint8_t send = ROCE_TR_RC | ROCE_OP_SEND_ONLY;
+	struct {
+		uint8_t ops[4];
+		size_t n, tail;
+		bool first;
+	} c[] = {
+		{{send, ack}, 2, 20, true},
+		{{send, rc | ROCE_OP_WRITE_MIDDLE, ack}, 3, 20, true},
+		{{send, ack}, 2, 12, false}, /* too short for an ACK */
+		{{send}, 1, 20, false},
+		{{ack}, 1, 20, false},
+		{{ack, send}, 2, 20, false},
+		{{rc | ROCE_OP_READ_RESP_MIDDLE, ack}, 2, 20, false}, /* a response ahead */
+		{{send, rc | ROCE_OP_ATOMIC_ACK}, 2, 20, false},
+		{{send, send}, 2, 20, false},
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		size_t len = datagram(buf, c[i].ops, c[i].n, SEG, c[i].tail);
+
+		cr_assert_eq(roce_datagram_acks_first(buf, len, c[i].n > 1 ? SEG : 0), c[i].first,
+			     "case %zu", i);
+	}
+}
+
+/* The opcode table's hdr_len is the sum of its headers' sizes (PROTOCOL.md §1.5, §1.6). */
 Test(wire, opcode_hdr_len_is_sum_of_headers)
 {
 	static const struct {

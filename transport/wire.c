@@ -140,6 +140,53 @@ bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg)
 	return op->flags & (ROCE_OPF_FIRST | ROCE_OPF_MIDDLE);
 }
 
+/* Whether the packet of @len bytes at @p is an RC ACK (the AETH and ICRC included). */
+static bool is_rc_ack(const uint8_t *p, size_t len)
+{
+	return len >= ROCE_BTH_LEN + ROCE_AETH_LEN + ROCE_ICRC_LEN &&
+	       p[0] == (ROCE_TR_RC | ROCE_OP_ACK);
+}
+
+/* An ACK moved behind a train (roce_train_ack_last) is at most this long: its own headers. */
+#define ACK_LEN_MAX 64u
+
+bool roce_train_ack_last(uint8_t *buf, uint16_t *lens, unsigned int n, size_t max)
+{
+	uint8_t ack[ACK_LEN_MAX];
+	uint16_t a = lens[0];
+	size_t rest = 0;
+
+	if (n < 2 || a > ACK_LEN_MAX || !is_rc_ack(buf, a) || lens[1] < a)
+		return false;
+	for (unsigned int i = 1; i < n; rest += lens[i], i++)
+		if (lens[i] != lens[1] || !(roce_opcode(buf[a + rest])->flags & ROCE_OPF_REQUEST))
+			return false;
+	if (rest > max)
+		return false;
+	memcpy(ack, buf, a);
+	memmove(buf, buf + a, rest);
+	memcpy(buf + rest, ack, a);
+	for (unsigned int i = 0; i + 1 < n; i++)
+		lens[i] = lens[i + 1];
+	lens[n - 1] = a;
+	return true;
+}
+
+bool roce_datagram_acks_first(const uint8_t *data, size_t len, uint16_t seg)
+{
+	size_t last;
+
+	if (!seg || len <= seg)
+		return false;
+	last = (len - 1) / seg * seg;
+	if (!is_rc_ack(data + last, len - last))
+		return false;
+	for (size_t off = 0; off < last; off += seg)
+		if (!(roce_opcode(data[off])->flags & ROCE_OPF_REQUEST))
+			return false;
+	return true;
+}
+
 const char *roce_decode_strerror(enum roce_decode_err err)
 {
 	static const char *const names[ROCE_ERR__COUNT] = {

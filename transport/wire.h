@@ -163,6 +163,30 @@ const struct roce_opcode_info *roce_opcode(uint8_t opcode);
  */
 bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg);
 
+/*
+ * A responder's ACK and the requests its QP sends next. An RNIC sends the ACK of a request as
+ * the request arrives, before the reply the application posts once it sees the completion, and
+ * a peer that waits for both completions on one channel (perftest's -e) needs the send
+ * completion the ACK makes before the receive completion the reply makes. An ACK is shorter
+ * than most requests, and only the last datagram of a UDP GSO send may be shorter than the
+ * others: so [ACK][reply] takes two sends, each delivered and received on its own, where
+ * [reply][ACK] takes one. Between two processes that both follow these two rules, a train
+ * travels in the second order and is taken in the first:
+ *
+ * roce_train_ack_last: if the train of @n packets at @buf (lengths @lens, back to back) is one
+ * RC ACK followed by requests of one length, not shorter than the ACK and @max bytes at most
+ * together, move the ACK behind them (in @buf and @lens) and return true; else change nothing
+ * and return false.
+ *
+ * roce_datagram_acks_first: whether the receiver of a UDP datagram of @len bytes at @data
+ * holding RoCE packets in segments of @seg bytes (a UDP GRO receive; 0: one packet) takes its
+ * last packet first: it is an RC ACK and every packet before it is a request. Always allowed:
+ * a QP's requests and the ACKs for its own requests are two streams, and the IBA orders the
+ * completions of each work queue, not those of a send queue against a receive queue's.
+ */
+bool roce_train_ack_last(uint8_t *buf, uint16_t *lens, unsigned int n, size_t max);
+bool roce_datagram_acks_first(const uint8_t *data, size_t len, uint16_t seg);
+
 struct roce_bth {
 	uint8_t opcode;
 	bool se;      /* solicited event */
