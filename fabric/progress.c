@@ -149,11 +149,21 @@ static int setup_backend(struct uroce_progress *p, enum uroce_backend want)
  */
 void progress_end_batch(struct uroce_progress *p)
 {
+	p->batch_acks = false;
+	p->batch_now = false;
 	if (!atomic_load_explicit(&p->end_due, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&p->end_due, false, memory_order_relaxed);
 	if (p->ops->batch_end)
 		p->ops->batch_end(p->arg);
+}
+
+void progress_put_off_batch(struct uroce_progress *p, uint64_t now)
+{
+	atomic_store_explicit(&p->end_may_wait, p->batch_acks && !p->batch_now,
+			      memory_order_relaxed);
+	atomic_store_explicit(&p->end_due_at, now, memory_order_relaxed);
+	atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
 }
 
 /*

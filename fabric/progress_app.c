@@ -132,10 +132,8 @@ static bool wait_turn(struct uroce_progress *p, const struct pollfd *pfd, unsign
 					got += progress_receive_slot(p, i, now);
 		atomic_store(&p->receiving, false);
 	}
-	if (got) {
-		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
-		atomic_store_explicit(&p->end_due_at, uroce_now(), memory_order_relaxed);
-	}
+	if (got)
+		progress_put_off_batch(p, uroce_now());
 	is_ready = ready(arg);
 	if (!is_ready)
 		progress_end_batch(p);

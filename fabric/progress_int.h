@@ -104,6 +104,9 @@ struct uroce_progress {
 	_Atomic unsigned int handover_polls; /* empty polls before a thread asks for the sockets */
 	atomic_bool end_due;         /* a polling thread put off the batch_end callback (rx_lock) */
 	_Atomic uint64_t end_due_at; /* when the batch it put off was received (rx_lock) */
+	atomic_bool end_may_wait;    /* that batch owes only ACKs of SENDs (rx_lock) */
+	bool batch_acks, batch_now;  /* the current batch has packets that call for an ACK, or for
+					more (transport/wire.h: roce_answer_of; rx_lock) */
 	atomic_bool stop;
 	struct uroce_timers timers;
 	unsigned int nbufs;
@@ -193,6 +196,12 @@ static inline void progress_rx_unlock(struct uroce_progress *p)
 	progress_receiving = NULL;
 	pthread_mutex_unlock(&p->rx_lock);
 }
+
+/*
+ * Under the receive lock, a polling or waiting thread's batch of datagrams received at @now:
+ * its end is put off to a later poll (progress_rx.c: progress_receive_direct says which).
+ */
+void progress_put_off_batch(struct uroce_progress *p, uint64_t now);
 
 /* Under the receive lock: the batch_end callback, if datagrams came since it last ran. */
 void progress_end_batch(struct uroce_progress *p);

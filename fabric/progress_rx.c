@@ -50,6 +50,16 @@ static void hand_out_packet(struct uroce_progress *p, struct uroce_rx *rx, const
 		atomic_fetch_add(&p->rx_oversize, 1);
 		return;
 	}
+	switch (roce_answer_of(roce, len)) {
+	case ROCE_ANSWER_NONE:
+		break;
+	case ROCE_ANSWER_ACK:
+		p->batch_acks = true;
+		break;
+	case ROCE_ANSWER_NOW:
+		p->batch_now = true;
+		break;
+	}
 	p->ops->datagram(p->arg, rx);
 }
 
@@ -227,25 +237,26 @@ unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now)
 	/*
 	 * The previous poll's batch ends at a later poll, not as that poll returned: its
 	 * completions reach the caller before the answers (ACKs) go out, so that no send stands
-	 * on the way to each completion of a ping-pong. And not at a poll that brings nothing
-	 * within BATCH_HOLD_NS of it: a program often polls again (another CQ, its other
-	 * transports) before it posts its answer, and a post sends the ACK too, in one datagram
-	 * with the answer (transport/wire.h: roce_train_ack_last). Bounded by a poll after that
-	 * time or one that brings datagrams, a post, a hand-back to the progress thread (after the
-	 * idle window) or a QP's modify or destroy (verbs-shim/engine_tx.c: uroce_qp_modified,
-	 * uroce_qp_kick).
+	 * on the way to each completion of a ping-pong. A batch that owes only the ACKs of SENDs
+	 * (progress_put_off_batch) does not end at a poll that brings nothing within BATCH_HOLD_NS
+	 * of it either: a program often polls again (another CQ, its other transports) before it
+	 * posts its answer, and the post sends the ACK of its QP too, in one datagram with the
+	 * answer (transport/wire.h: roce_train_ack_last). Bounded by the next poll after that
+	 * time or one that brings datagrams (any thread's), a post on the QP, a hand-back to the
+	 * progress thread (after the idle window, as for a program that stops polling) or a QP's
+	 * modify or destroy (verbs-shim/engine_tx.c: uroce_qp_modified, uroce_qp_kick).
 	 */
 	if (!first &&
 	    (!atomic_load_explicit(&p->end_due, memory_order_relaxed) ||
-	     now - atomic_load_explicit(&p->end_due_at, memory_order_relaxed) < BATCH_HOLD_NS))
+	     (atomic_load_explicit(&p->end_may_wait, memory_order_relaxed) &&
+	      now - atomic_load_explicit(&p->end_due_at, memory_order_relaxed) < BATCH_HOLD_NS)))
 		return 0;
 	progress_rx_lock(p);
 	progress_end_batch(p);
 	if (first) {
 		got = hand_out_stream(p, slot, first, want, now);
 		p->rx_hint = slot;
-		atomic_store_explicit(&p->end_due, true, memory_order_relaxed);
-		atomic_store_explicit(&p->end_due_at, now, memory_order_relaxed);
+		progress_put_off_batch(p, now);
 	}
 	progress_rx_unlock(p);
 	return got;

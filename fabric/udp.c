@@ -300,15 +300,18 @@ static void put_cmsg(struct msghdr *msg, int level, int type, const void *data, 
 	msg->msg_controllen += CMSG_SPACE(len);
 }
 
-/* A datagram's message header and what it points to (out_msg). */
+/*
+ * A datagram's message header and what it points to (out_msg). The control buffer comes last:
+ * clang takes CMSG_SPACE for a variable size, which only a struct's last member may have.
+ */
 struct udp_out {
+	struct sockaddr_storage to;
+	struct iovec iov;
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int)) +
 			 CMSG_SPACE(sizeof(uint16_t))];
 	} control;
-	struct sockaddr_storage to;
-	struct iovec iov;
 };
 
 /*
@@ -460,15 +463,15 @@ unsigned int uroce_udp_send_batch(const struct uroce_udp *s, const struct roce_i
 		out_msg(s, f, m[ok].dport, m[ok].roce, m[ok].len,
 			m[ok].len > m[ok].seg ? m[ok].seg : 0, &o[ok], &mm[ok].msg_hdr);
 	/*
-	 * sendmmsg stops at the first message that fails and returns how many went before it;
-	 * sending again from there returns that message's error (or one the kernel kept for the
-	 * next call: Linux's __sys_sendmmsg).
+	 * sendmmsg stops at the first message that fails and returns how many went before it,
+	 * dropping that message's error (Linux's __sys_sendmmsg); sent again from there, the
+	 * message fails again with its error, or goes.
 	 */
 	while (done < ok) {
 		int r = nc_sendmmsg(s->fd, mm + done, ok - done, MSG_NOSIGNAL);
 
-		if (r < 0) {
-			*err = send_error(s, f, errno);
+		if (r <= 0) {
+			*err = r < 0 ? send_error(s, f, errno) : EAGAIN;
 			return done;
 		}
 		done += (unsigned int)r;

@@ -123,10 +123,11 @@ struct uroce_udp_msg {
 
 /*
  * Send the messages @m[0..n) (n at most UROCE_UDP_BATCH) from @f's source to @f's destination
- * address, each to its own port (@f's dport unused), in one system call (sendmmsg): a GSO run
- * and a datagram of another length, such as an ACK and the reply behind it, cost one call
- * instead of two. Returns how many were sent: all @n, with *@err 0, or those before the first
- * that failed, with *@err its error as uroce_udp_send_gso's.
+ * address, each to its own port (@f's dport unused), in one system call (sendmmsg; another
+ * only after a message that failed): a GSO run and a datagram of another length, such as an
+ * ACK and the reply behind it, cost one call instead of two. Returns how many were sent: all @n,
+ * with *@err 0, or those before the first that failed, with *@err its error as
+ * uroce_udp_send_gso's.
  */
 unsigned int uroce_udp_send_batch(const struct uroce_udp *s, const struct roce_ipudp *f,
 				  const struct uroce_udp_msg *m, unsigned int n, int *err);

@@ -981,6 +981,26 @@ Test(wire, train_ack_last_moves_an_ack_behind_requests_of_one_length)
 	}
 }
 
+/* A NAK (or an RNR NAK) stays ahead: it may fail the QP before the requests behind it. */
+Test(wire, train_ack_last_leaves_a_nak_ahead)
+{
+	const uint8_t ops[] = {ROCE_TR_RC | ROCE_OP_ACK, ROCE_TR_RC | ROCE_OP_SEND_ONLY};
+	const uint8_t syndromes[] = {roce_aeth_syndrome(ROCE_AETH_NAK, ROCE_NAK_INVALID_REQ),
+				     roce_aeth_syndrome(ROCE_AETH_RNR_NAK, 5)};
+
+	for (size_t i = 0; i < sizeof(syndromes); i++) {
+		uint8_t buf[64];
+		uint16_t lens[] = {20, 24};
+
+		train(buf, ops, lens, 2);
+		buf[ROCE_BTH_LEN] = syndromes[i];
+		cr_assert_not(roce_train_ack_last(buf, lens, 2, 16384), "syndrome %#x",
+			      syndromes[i]);
+		cr_assert_eq(buf[0], ops[0]);
+		cr_assert_eq(lens[0], 20);
+	}
+}
+
 Test(wire, datagram_acks_first_takes_an_ack_behind_requests_first)
 {
 	enum { SEG = 84 };
@@ -1009,6 +1029,51 @@ Test(wire, datagram_acks_first_takes_an_ack_behind_requests_first)
 		cr_assert_eq(roce_datagram_acks_first(buf, len, c[i].n > 1 ? SEG : 0), c[i].first,
 			     "case %zu", i);
 	}
+	/* A NAK behind requests is taken in its place: it may fail the QP. */
+	{
+		const uint8_t ops[] = {send, ack};
+		size_t len = datagram(buf, ops, 2, SEG, 20);
+
+		buf[SEG + ROCE_BTH_LEN] = roce_aeth_syndrome(ROCE_AETH_NAK, ROCE_NAK_REMOTE_ACCESS);
+		cr_assert_not(roce_datagram_acks_first(buf, len, SEG), "a NAK");
+	}
+}
+
+/* What each packet calls for, as a put-off receive batch judges it (fabric/progress_rx.c). */
+Test(wire, answer_of_a_packet)
+{
+	const uint8_t rc = ROCE_TR_RC, xrc = ROCE_TR_XRC;
+	struct {
+		uint8_t op, syndrome;
+		enum roce_answer answer;
+	} c[] = {
+		{rc | ROCE_OP_ACK, 0, ROCE_ANSWER_NONE},
+		{rc | ROCE_OP_ACK, roce_aeth_syndrome(ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ),
+		 ROCE_ANSWER_NOW},
+		{rc | ROCE_OP_ACK, roce_aeth_syndrome(ROCE_AETH_RNR_NAK, 1), ROCE_ANSWER_NOW},
+		{rc | ROCE_OP_SEND_ONLY, 0, ROCE_ANSWER_ACK},
+		{rc | ROCE_OP_SEND_FIRST, 0, ROCE_ANSWER_ACK},
+		{rc | ROCE_OP_SEND_LAST_IMM, 0, ROCE_ANSWER_ACK},
+		{rc | ROCE_OP_SEND_ONLY_INV, 0, ROCE_ANSWER_ACK},
+		{xrc | ROCE_OP_SEND_ONLY, 0, ROCE_ANSWER_ACK},
+		{rc | ROCE_OP_WRITE_ONLY, 0, ROCE_ANSWER_NOW},
+		{rc | ROCE_OP_WRITE_ONLY_IMM, 0, ROCE_ANSWER_NOW},
+		{rc | ROCE_OP_READ_REQUEST, 0, ROCE_ANSWER_NOW},
+		{rc | ROCE_OP_FETCH_ADD, 0, ROCE_ANSWER_NOW},
+		{rc | ROCE_OP_READ_RESP_ONLY, 0, ROCE_ANSWER_NOW},
+		{rc | ROCE_OP_ATOMIC_ACK, 0, ROCE_ANSWER_NOW},
+		{ROCE_TR_UD | ROCE_OP_SEND_ONLY, 0, ROCE_ANSWER_NOW},
+		{ROCE_TR_UC | ROCE_OP_SEND_ONLY, 0, ROCE_ANSWER_NOW},
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		uint8_t pkt[64] = {c[i].op};
+
+		pkt[ROCE_BTH_LEN] = c[i].syndrome;
+		cr_assert_eq(roce_answer_of(pkt, sizeof(pkt)), c[i].answer, "case %zu (%#x)", i,
+			     c[i].op);
+	}
+	cr_assert_eq(roce_answer_of(NULL, 0), ROCE_ANSWER_NOW, "an empty packet");
 }
 
 /* The opcode table's hdr_len is the sum of its headers' sizes (PROTOCOL.md §1.5, §1.6). */

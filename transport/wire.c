@@ -140,11 +140,32 @@ bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg)
 	return op->flags & (ROCE_OPF_FIRST | ROCE_OPF_MIDDLE);
 }
 
-/* Whether the packet of @len bytes at @p is an RC ACK (the AETH and ICRC included). */
+/*
+ * Whether the packet of @len bytes at @p is an RC ACK that acknowledges (the AETH and ICRC
+ * included). Not a NAK: one may fail the QP, and the requests ahead of it must reach the
+ * responder first.
+ */
 static bool is_rc_ack(const uint8_t *p, size_t len)
 {
 	return len >= ROCE_BTH_LEN + ROCE_AETH_LEN + ROCE_ICRC_LEN &&
-	       p[0] == (ROCE_TR_RC | ROCE_OP_ACK);
+	       p[0] == (ROCE_TR_RC | ROCE_OP_ACK) &&
+	       roce_aeth_class(p[ROCE_BTH_LEN]) == ROCE_AETH_ACK;
+}
+
+enum roce_answer roce_answer_of(const uint8_t *roce, size_t len)
+{
+	const struct roce_opcode_info *op;
+
+	if (is_rc_ack(roce, len))
+		return ROCE_ANSWER_NONE;
+	if (!len)
+		return ROCE_ANSWER_NOW;
+	op = roce_opcode(roce[0]);
+	if ((op->flags & (ROCE_OPF_REQUEST | ROCE_OPF_SEND)) ==
+		    (ROCE_OPF_REQUEST | ROCE_OPF_SEND) &&
+	    ((roce[0] & 0xE0) == ROCE_TR_RC || (roce[0] & 0xE0) == ROCE_TR_XRC))
+		return ROCE_ANSWER_ACK;
+	return ROCE_ANSWER_NOW;
 }
 
 /* An ACK moved behind a train (roce_train_ack_last) is at most this long: its own headers. */

@@ -174,18 +174,30 @@ bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg);
  * travels in the second order and is taken in the first:
  *
  * roce_train_ack_last: if the train of @n packets at @buf (lengths @lens, back to back) is one
- * RC ACK followed by requests of one length, not shorter than the ACK and @max bytes at most
- * together, move the ACK behind them (in @buf and @lens) and return true; else change nothing
+ * RC ACK (not a NAK) followed by requests of one length, not shorter than the ACK and @max bytes at
+ * most together, move the ACK behind them (in @buf and @lens) and return true; else change nothing
  * and return false.
  *
  * roce_datagram_acks_first: whether the receiver of a UDP datagram of @len bytes at @data
  * holding RoCE packets in segments of @seg bytes (a UDP GRO receive; 0: one packet) takes its
- * last packet first: it is an RC ACK and every packet before it is a request. Always allowed:
+ * last packet first: it is an RC ACK (not a NAK, which may fail the QP before the requests ahead
+ * of it arrive) and every packet before it is a request. Always allowed:
  * a QP's requests and the ACKs for its own requests are two streams, and the IBA orders the
  * completions of each work queue, not those of a send queue against a receive queue's.
  */
 bool roce_train_ack_last(uint8_t *buf, uint16_t *lens, unsigned int n, size_t max);
 bool roce_datagram_acks_first(const uint8_t *data, size_t len, uint16_t seg);
+
+/*
+ * What a received packet calls for from its receiver, for a receive path that may put its
+ * answers off a little (fabric/progress_rx.c: an application that polls is likely to post its
+ * own answer soon, which takes an ACK along). ROCE_ANSWER_NONE: nothing of its own (an RC ACK
+ * that acknowledges). ROCE_ANSWER_ACK: an ACK (an RC or XRC SEND request). ROCE_ANSWER_NOW:
+ * anything else, which is not to wait: a READ or atomic response, a NAK's retransmission, the
+ * ACK of a WRITE nobody answers.
+ */
+enum roce_answer { ROCE_ANSWER_NONE, ROCE_ANSWER_ACK, ROCE_ANSWER_NOW };
+enum roce_answer roce_answer_of(const uint8_t *roce, size_t len);
 
 struct roce_bth {
 	uint8_t opcode;
