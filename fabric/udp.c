@@ -317,7 +317,7 @@ struct udp_out {
 /*
  * @msg for @len bytes at @roce from @f's source to @f's destination at UDP port @dport, its
  * name, payload and control messages in @o; @seg > 0 makes it a UDP GSO send of @seg-byte
- * datagrams.
+ * datagrams when @len is more than one.
  */
 static void out_msg(const struct uroce_udp *s, const struct roce_ipudp *f, uint16_t dport,
 		    const uint8_t *roce, size_t len, uint16_t seg, struct udp_out *o,
@@ -374,7 +374,7 @@ static void out_msg(const struct uroce_udp *s, const struct roce_ipudp *f, uint1
 		if (say_ttl)
 			put_cmsg(msg, IPPROTO_IPV6, IPV6_HOPLIMIT, &ttl, sizeof(ttl));
 	}
-	if (seg)
+	if (seg && len > seg)
 		put_cmsg(msg, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
 }
 
@@ -390,7 +390,7 @@ static int send_error(const struct uroce_udp *s, const struct roce_ipudp *f, int
 	return err;
 }
 
-/* One sendmsg of @len bytes; @seg > 0 makes it a UDP GSO send of @seg-byte datagrams. */
+/* One sendmsg of @len bytes; @seg as out_msg takes it. */
 static int send_one(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
 		    size_t len, uint16_t seg)
 {
@@ -443,9 +443,7 @@ int uroce_udp_send_gso(const struct uroce_udp *s, const struct roce_ipudp *f, co
 {
 	int err = gso_check(len, seg);
 
-	if (err)
-		return err;
-	return send_one(s, f, roce, len, len > seg ? seg : 0);
+	return err ? err : send_one(s, f, roce, len, seg);
 }
 
 unsigned int uroce_udp_send_batch(const struct uroce_udp *s, const struct roce_ipudp *f,
@@ -460,8 +458,8 @@ unsigned int uroce_udp_send_batch(const struct uroce_udp *s, const struct roce_i
 		n = UROCE_UDP_BATCH;
 	/* The messages before the first the kernel would refuse go; that one reports. */
 	for (; ok < n && !(*err = gso_check(m[ok].len, m[ok].seg)); ok++)
-		out_msg(s, f, m[ok].dport, m[ok].roce, m[ok].len,
-			m[ok].len > m[ok].seg ? m[ok].seg : 0, &o[ok], &mm[ok].msg_hdr);
+		out_msg(s, f, m[ok].dport, m[ok].roce, m[ok].len, m[ok].seg, &o[ok],
+			&mm[ok].msg_hdr);
 	/*
 	 * sendmmsg stops at the first message that fails and returns how many went before it,
 	 * dropping that message's error (Linux's __sys_sendmmsg); sent again from there, the

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "verbs-shim/engine.h"
-
 #include "verbs-shim/export.h"
 #include "verbs-shim/objects.h"
 
