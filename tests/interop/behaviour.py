@@ -40,6 +40,8 @@ import vm as vmlib  # noqa: E402
 
 PORT = 7471
 NO_LISTENER_PORT = 7479
+# bytes of each frame the captures keep: Ethernet, IPv4, UDP, BTH, DETH and a CM MAD (322)
+SNAP_LEN = 384
 
 # BTH opcodes (IBA 9.2; PROTOCOL.md §1), RC and the UD SEND ONLY of the CM's MADs.
 OPS = {0x00: "SEND_FIRST", 0x01: "SEND_MIDDLE", 0x02: "SEND_LAST", 0x04: "SEND_ONLY",
@@ -106,9 +108,11 @@ class Pkt:
         hl = (ip[0] & 0x0F) * 4
         self.src = ".".join(str(b) for b in ip[12:16])
         # UDP onwards without the UDP checksum: a frame captured where it enters the bridge
-        # may still wait for its checksum (offloaded: virtio, veth)
+        # may still wait for its checksum (offloaded: virtio, veth). The IPv4 identification
+        # tells a resent packet from the first copy (the ICRC, which covers it, is past the
+        # snap length)
         udp = bytes(ip[hl:struct.unpack(">H", ip[2:4])[0]])
-        self.key = udp[:6] + udp[8:]
+        self.key = bytes(ip[4:6]) + udp[:6] + udp[8:]
         self.key_bth = udp[8:]
         bth = self.key_bth
         self.op = bth[0]
@@ -378,9 +382,13 @@ class Bench:
         caps, files = [], {}
         for who, end in ends:
             files[who] = f"{stem}-{who}.pcap"
+            # -s SNAP_LEN: libpcap's ring holds frames of the snap length, and a full one is
+            # 64 KiB where the port has offloads (GSO, GRO), so a buffer held ~500 frames and
+            # a burst of a 1 MiB WRITE overran it on a busy host; the headers and a CM MAD
+            # are all that is read
             p = subprocess.Popen(["ip", "netns", "exec", self.f.ns, "tcpdump", "-i", end.dev,
-                                  "-B", str(buffer_kib), "--immediate-mode", "-U", "-w", files[who],
-                                  "udp port 4791"],
+                                  "-s", str(SNAP_LEN), "-B", str(buffer_kib), "--immediate-mode",
+                                  "-U", "-w", files[who], "udp port 4791"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             for line in p.stderr:
                 if "listening on" in line:
