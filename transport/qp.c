@@ -232,7 +232,7 @@ static bool receiving(const struct roce_qp *qp)
 void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const struct roce_ipudp *ip,
 		      uint64_t now)
 {
-	uint8_t transport = pkt->bth.opcode & 0xE0;
+	uint8_t transport = roce_opcode_transport(pkt->bth.opcode);
 	bool ok;
 
 	if (!receiving(qp)) {

@@ -155,15 +155,17 @@ static bool is_rc_ack(const uint8_t *p, size_t len)
 enum roce_answer roce_answer_of(const uint8_t *roce, size_t len)
 {
 	const struct roce_opcode_info *op;
+	enum roce_transport tr;
 
 	if (is_rc_ack(roce, len))
 		return ROCE_ANSWER_NONE;
 	if (!len)
 		return ROCE_ANSWER_NOW;
 	op = roce_opcode(roce[0]);
+	tr = roce_opcode_transport(roce[0]);
 	if ((op->flags & (ROCE_OPF_REQUEST | ROCE_OPF_SEND)) ==
 		    (ROCE_OPF_REQUEST | ROCE_OPF_SEND) &&
-	    ((roce[0] & 0xE0) == ROCE_TR_RC || (roce[0] & 0xE0) == ROCE_TR_XRC))
+	    (tr == ROCE_TR_RC || tr == ROCE_TR_XRC))
 		return ROCE_ANSWER_ACK;
 	return ROCE_ANSWER_NOW;
 }

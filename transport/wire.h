@@ -55,6 +55,12 @@ enum roce_transport {
 	ROCE_TR_XRC = 0xA0,
 };
 
+/* The transport prefix of BTH opcode @opcode. */
+static inline enum roce_transport roce_opcode_transport(uint8_t opcode)
+{
+	return (enum roce_transport)(opcode & 0xE0);
+}
+
 /* Operations: bits 4..0 of the opcode. Combine with a transport prefix. */
 enum roce_op {
 	ROCE_OP_SEND_FIRST = 0x00,
