@@ -27,6 +27,7 @@
 #include "fabric/service.h"
 #include "fabric/timer.h"
 #include "transport/ipudp.h"
+#include "transport/wire.h"
 
 struct uroce_net;
 
@@ -107,11 +108,14 @@ int uroce_net_send(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *r
  * send, with the IPv4 IDs the kernel gives the segments in their ICRCs, and the runs in one
  * sendmmsg. To a process of this host, an RC ACK ahead of requests of one length is moved
  * behind them in @buf (transport/wire.h: roce_train_ack_last). Where the path cannot do GSO they
- * go one by one. Returns 0 or the first error (as uroce_net_send); the others of the train are
+ * go one by one. With @gaps (NULL: none), datagram j's payload gaps[j] stayed in the sender's
+ * memory (transport/wire.h: struct roce_pkt_gap): the GSO send gathers it from there, with no
+ * copy; a path that reads the bytes (faults, multicast, a capture, one by one) copies it into
+ * @buf first. Returns 0 or the first error (as uroce_net_send); the others of the train are
  * still attempted.
  */
 int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
-			 const uint16_t *lens, unsigned int n);
+			 const uint16_t *lens, const struct roce_pkt_gap *gaps, unsigned int n);
 
 /*
  * Multicast (fabric/mcast.h): a QP of this process joins (@join) or leaves @group on interface

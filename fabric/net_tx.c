@@ -229,14 +229,32 @@ static int send_each(struct uroce_net *net, const struct roce_ipudp *f, uint8_t 
 	return err;
 }
 
-/* A GSO run of a train (gso_run): @k datagrams lens[0..k), @bytes in all at @buf, for @dport. */
+/*
+ * The pieces of gathered runs one sendmmsg takes (run_iov): two full runs' worth, which covers
+ * a train of the engine's (verbs-shim/engine_tx.c); a run beyond is copied whole.
+ */
+#define RUN_IOV (2 * (2 * UROCE_UDP_GSO_SEGS + 1))
+
+/*
+ * A GSO run of a train (gso_run): @k datagrams lens[0..k), @bytes in all at @buf, for @dport;
+ * with @gaps, the payloads gaps[0..k) left in the sender's memory (transport/wire.h).
+ */
 struct run {
 	uint8_t *buf;
 	const uint16_t *lens;
+	const struct roce_pkt_gap *gaps;
 	unsigned int k;
 	size_t bytes;
 	uint16_t dport;
 };
+
+/* Copy the gaps of the @n datagrams lens[0..n) at @buf into them (wire.h: roce_pkt_gap_fill). */
+static void fill_gaps(uint8_t *buf, const uint16_t *lens, const struct roce_pkt_gap *gaps,
+		      unsigned int n)
+{
+	for (unsigned int j = 0; j < n; buf += lens[j], j++)
+		roce_pkt_gap_fill(buf, &gaps[j]);
+}
 
 /* Fill the ICRCs of run @r, @g0 being its first datagram's headers. */
 static void fill_run(const struct roce_ipudp *g0, const struct run *r)
@@ -248,8 +266,37 @@ static void fill_run(const struct roce_ipudp *g0, const struct run *r)
 	/* The kernel numbers the IPv4 IDs of GSO segments 0, 1, 2, ... (udp.h). */
 	for (unsigned int j = 0; j < r->k; p += r->lens[j], j++) {
 		g.ip_id = v4 ? (uint16_t)j : 0;
-		roce_icrc_fill(&g, p, r->lens[j]);
+		if (r->gaps)
+			roce_icrc_fill_gap(&g, p, r->lens[j], r->gaps[j].src, r->gaps[j].off,
+					   r->gaps[j].len);
+		else
+			roce_icrc_fill(&g, p, r->lens[j]);
 	}
+}
+
+/*
+ * The pieces of run @r with gaps, into @iov (room for @cap): the buffer's bytes up to each gap,
+ * the gap's bytes where they are, and the rest; returns how many, or 0 if they do not fit.
+ */
+static unsigned int run_iov(const struct run *r, struct iovec *iov, unsigned int cap)
+{
+	const uint8_t *p = r->buf, *cur = r->buf;
+	unsigned int n = 0;
+
+	for (unsigned int j = 0; j < r->k; p += r->lens[j], j++) {
+		const struct roce_pkt_gap *gp = &r->gaps[j];
+
+		if (!gp->len)
+			continue;
+		if (n + 3 > cap)
+			return 0;
+		iov[n++] = (struct iovec){.iov_base = (void *)cur,
+					  .iov_len = (size_t)(p + gp->off - cur)};
+		iov[n++] = (struct iovec){.iov_base = (void *)gp->src, .iov_len = gp->len};
+		cur = p + gp->off + gp->len;
+	}
+	iov[n++] = (struct iovec){.iov_base = (void *)cur, .iov_len = (size_t)(p - cur)};
+	return n;
 }
 
 /* Count and record run @r, sent. */
@@ -278,15 +325,28 @@ static int send_runs(struct uroce_net *net, const struct uroce_udp *s, const str
 		     struct run *r, unsigned int n)
 {
 	struct uroce_udp_msg m[UROCE_UDP_BATCH];
-	unsigned int i = 0;
+	struct iovec iov[RUN_IOV];
+	unsigned int i = 0, used = 0;
 	int err = 0;
 
 	for (unsigned int j = 0; j < n; j++) {
+		unsigned int k = 0;
+
 		fill_run(g0, &r[j]);
 		m[j] = (struct uroce_udp_msg){.roce = r[j].buf,
 					      .len = r[j].bytes,
 					      .seg = r[j].k > 1 ? r[j].lens[0] : 0,
 					      .dport = r[j].dport};
+		if (r[j].gaps && !(k = run_iov(&r[j], iov + used, RUN_IOV - used))) {
+			/* No room for its pieces: the run is made whole (its ICRCs stay right). */
+			fill_gaps(r[j].buf, r[j].lens, r[j].gaps, r[j].k);
+			r[j].gaps = NULL;
+		}
+		if (k) {
+			m[j].iov = iov + used;
+			m[j].iovcnt = k;
+			used += k;
+		}
 	}
 	if (net->pcap)
 		uroce_pcap_hold(net->pcap);
@@ -312,7 +372,11 @@ static int send_runs(struct uroce_net *net, const struct uroce_udp *s, const str
 		/* No UDP GSO on this path: from now on one by one (send_each records them). */
 		atomic_store(&net->no_gso, true);
 		for (; i < n; i++) {
-			int e = send_each(net, g0, r[i].buf, r[i].lens, r[i].k);
+			int e;
+
+			if (r[i].gaps)
+				fill_gaps(r[i].buf, r[i].lens, r[i].gaps, r[i].k);
+			e = send_each(net, g0, r[i].buf, r[i].lens, r[i].k);
 
 			if (!err)
 				err = e;
@@ -335,16 +399,26 @@ static int send_runs(struct uroce_net *net, const struct uroce_udp *s, const str
  * if the train changes; returns the lengths to use.
  */
 static const uint16_t *ack_last(struct uroce_net *net, const struct roce_ipudp *g0, uint8_t *buf,
-				const uint16_t *lens, unsigned int n, uint16_t *moved)
+				const uint16_t *lens, const struct roce_pkt_gap **gaps,
+				unsigned int n, uint16_t *moved)
 {
-	size_t max = UROCE_UDP_GSO_MAX - lens[0];
+	size_t max = UROCE_UDP_GSO_MAX - lens[0], reqs = 0;
 
+	if (max > ACK_LAST_MAX)
+		max = ACK_LAST_MAX;
 	if (n < 2 || n > UROCE_UDP_GSO_SEGS || buf[0] != (ROCE_TR_RC | ROCE_OP_ACK) ||
 	    dest_port(net, g0, buf, lens[0]) == g0->dport)
 		return lens;
+	for (unsigned int j = 1; j < n; j++)
+		reqs += lens[j];
+	if (reqs > max)
+		return lens;
+	if (*gaps) { /* the requests move as bytes */
+		fill_gaps(buf, lens, *gaps, n);
+		*gaps = NULL;
+	}
 	memcpy(moved, lens, n * sizeof(*lens));
-	return roce_train_ack_last(buf, moved, n, max < ACK_LAST_MAX ? max : ACK_LAST_MAX) ? moved
-											   : lens;
+	return roce_train_ack_last(buf, moved, n, max) ? moved : lens;
 }
 
 /*
@@ -353,7 +427,7 @@ static const uint16_t *ack_last(struct uroce_net *net, const struct roce_ipudp *
  * and multicast copies are made per packet: with them, trains go one by one.
  */
 int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint8_t *buf,
-			 const uint16_t *lens, unsigned int n)
+			 const uint16_t *lens, const struct roce_pkt_gap *gaps, unsigned int n)
 {
 	struct run r[UROCE_UDP_BATCH];
 	uint16_t moved[UROCE_UDP_GSO_SEGS];
@@ -362,15 +436,22 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 	unsigned int nr = 0;
 	int err = 0;
 
+	/* What reads a datagram's bytes (faults, multicast copies, the capture) reads them whole.
+	 */
+	if (gaps && (atomic_load(&net->no_gso) || uroce_faults_on(net->faults, true) ||
+		     roce_gid_is_multicast(f->dgid) || net->pcap)) {
+		fill_gaps(buf, lens, gaps, n);
+		gaps = NULL;
+	}
 	if (atomic_load(&net->no_gso) || uroce_faults_on(net->faults, true) ||
 	    roce_gid_is_multicast(f->dgid))
 		return send_each(net, f, buf, lens, n);
 	(void)check_send(net, f, lens[0], &s); /* the socket; each run's own check below */
 	g0 = on_wire(net, s, f, 0);
-	lens = ack_last(net, &g0, buf, lens, n, moved);
+	lens = ack_last(net, &g0, buf, lens, &gaps, n, moved);
 	for (unsigned int i = 0; i < n;) {
 		int e = check_send(net, f, lens[i], &s);
-		struct run run = {.buf = buf, .lens = lens + i};
+		struct run run = {.buf = buf, .lens = lens + i, .gaps = gaps ? gaps + i : NULL};
 
 		run.k = gso_run(net, &g0, buf, lens + i, n - i, &run.bytes, &run.dport);
 		if (e) {

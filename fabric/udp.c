@@ -315,13 +315,13 @@ struct udp_out {
 };
 
 /*
- * @msg for @len bytes at @roce from @f's source to @f's destination at UDP port @dport, its
- * name, payload and control messages in @o; @seg > 0 makes it a UDP GSO send of @seg-byte
- * datagrams when @len is more than one.
+ * @msg for @len bytes at @roce (or, with @iov, gathered from @iov[0..@iovcnt)) from @f's source
+ * to @f's destination at UDP port @dport, its name, payload and control messages in @o; @seg > 0
+ * makes it a UDP GSO send of @seg-byte datagrams when @len is more than one.
  */
-static void out_msg(const struct uroce_udp *s, const struct roce_ipudp *f, uint16_t dport,
-		    const uint8_t *roce, size_t len, uint16_t seg, struct udp_out *o,
-		    struct msghdr *msg)
+static void out_msg_iov(const struct uroce_udp *s, const struct roce_ipudp *f, uint16_t dport,
+			const uint8_t *roce, size_t len, uint16_t seg, const struct iovec *iov,
+			unsigned int iovcnt, struct udp_out *o, struct msghdr *msg)
 {
 	int tos = f->tos, ttl = f->ttl;
 	bool mcast = roce_gid_is_multicast(f->dgid);
@@ -332,8 +332,8 @@ static void out_msg(const struct uroce_udp *s, const struct roce_ipudp *f, uint1
 	o->iov = (struct iovec){.iov_base = (void *)roce, .iov_len = len};
 	*msg = (struct msghdr){
 		.msg_name = &o->to,
-		.msg_iov = &o->iov,
-		.msg_iovlen = 1,
+		.msg_iov = iov ? (struct iovec *)iov : &o->iov,
+		.msg_iovlen = iov ? iovcnt : 1,
 		.msg_control = o->control.buf,
 	};
 	if (s->family == AF_INET) {
@@ -376,6 +376,14 @@ static void out_msg(const struct uroce_udp *s, const struct roce_ipudp *f, uint1
 	}
 	if (seg && len > seg)
 		put_cmsg(msg, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
+}
+
+/* out_msg_iov of the @len bytes at @roce. */
+static void out_msg(const struct uroce_udp *s, const struct roce_ipudp *f, uint16_t dport,
+		    const uint8_t *roce, size_t len, uint16_t seg, struct udp_out *o,
+		    struct msghdr *msg)
+{
+	out_msg_iov(s, f, dport, roce, len, seg, NULL, 0, o, msg);
 }
 
 /* A send's errno @err as the senders report it (udp.h). */
@@ -458,8 +466,8 @@ unsigned int uroce_udp_send_batch(const struct uroce_udp *s, const struct roce_i
 		n = UROCE_UDP_BATCH;
 	/* The messages before the first the kernel would refuse go; that one reports. */
 	for (; ok < n && !(*err = gso_check(m[ok].len, m[ok].seg)); ok++)
-		out_msg(s, f, m[ok].dport, m[ok].roce, m[ok].len, m[ok].seg, &o[ok],
-			&mm[ok].msg_hdr);
+		out_msg_iov(s, f, m[ok].dport, m[ok].roce, m[ok].len, m[ok].seg, m[ok].iov,
+			    m[ok].iovcnt, &o[ok], &mm[ok].msg_hdr);
 	/*
 	 * sendmmsg stops at the first message that fails and returns how many went before it,
 	 * dropping that message's error (Linux's __sys_sendmmsg); sent again from there, the

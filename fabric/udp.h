@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/types.h>
 
 #include "transport/ipudp.h"
@@ -109,14 +110,22 @@ int uroce_udp_join(const struct uroce_udp *s, const uint8_t group[16], unsigned 
 int uroce_udp_send_gso(const struct uroce_udp *s, const struct roce_ipudp *f, const uint8_t *roce,
 		       size_t len, uint16_t seg);
 
-/* One message of uroce_udp_send_batch: @len bytes at @roce to UDP port @dport, as
- * uroce_udp_send_gso sends them with @seg (0: one datagram). */
+/*
+ * One message of uroce_udp_send_batch: @len bytes at @roce to UDP port @dport, as
+ * uroce_udp_send_gso sends them with @seg (0: one datagram). With @iov, the @len bytes are
+ * gathered from @iov[0..@iovcnt) instead (@roce unused), in at most UROCE_UDP_IOV pieces.
+ */
 struct uroce_udp_msg {
 	const uint8_t *roce;
 	size_t len;
 	uint16_t seg;
 	uint16_t dport;
+	const struct iovec *iov;
+	unsigned int iovcnt;
 };
+
+/* The most pieces of one message (the kernel's UIO_MAXIOV). */
+#define UROCE_UDP_IOV 1024u
 
 /* The most messages uroce_udp_send_batch takes. */
 #define UROCE_UDP_BATCH 16u

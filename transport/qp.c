@@ -262,8 +262,16 @@ void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const stru
 
 size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now)
 {
+	return roce_qp_write_pkt_gap(qp, buf, dest, now, NULL);
+}
+
+size_t roce_qp_write_pkt_gap(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now,
+			     struct roce_pkt_gap *gap)
+{
 	size_t len;
 
+	if (gap)
+		gap->len = 0;
 	/*
 	 * Responses first, the plain ACK included: they answer what already arrived (READ
 	 * responses must precede any ACK of a later PSN, or the requester would take the READ
@@ -281,7 +289,7 @@ size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *des
 		return len;
 	if (qp->state == IBV_QPS_RTR)
 		return 0;
-	return roce_req_write(qp, buf, dest, now);
+	return roce_req_write(qp, buf, dest, now, gap);
 }
 
 bool roce_qp_nak_due(const struct roce_qp *qp)
@@ -331,6 +339,19 @@ size_t roce_pkt_finish(uint8_t *buf, struct roce_pkt *pkt, size_t hdr_len)
 	roce_encode_hdrs(buf, hdr_len, pkt);
 	memset(buf + end, 0, pad + ROCE_ICRC_LEN);
 	return end + pad + ROCE_ICRC_LEN;
+}
+
+const uint8_t *roce_sgl_ref(struct roce_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
+			    uint32_t offset, uint32_t len)
+{
+	enum roce_mem_err err;
+	uint32_t i = 0;
+
+	while (i < nsge && offset >= sge[i].length)
+		offset -= sge[i++].length;
+	if (i == nsge || len > sge[i].length - offset)
+		return NULL;
+	return qp->env->mem(qp->ctx, sge[i].lkey, false, sge[i].addr + offset, len, 0, &err);
 }
 
 enum roce_mem_err roce_sgl_copy(struct roce_qp *qp, const struct ibv_sge *sge, uint32_t nsge,

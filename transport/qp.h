@@ -293,6 +293,18 @@ void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const stru
 size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now);
 
 /*
+ * roce_qp_write_pkt(), but the payload of an RC or XRC request that lies in one entry of its
+ * scatter/gather list is not copied: @gap (wire.h: struct roce_pkt_gap) says where it is in
+ * the application's registered memory, and @buf leaves room for it; gap->len is 0 when @buf
+ * holds the whole packet (any other packet). gap->src is valid until the next call on the QP
+ * (its owner sends the packet before): the application may not change or free those bytes
+ * before the request's completion, which comes after the ACK. A UD or UC send completes as
+ * it leaves, so its payload is always copied.
+ */
+size_t roce_qp_write_pkt_gap(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now,
+			     struct roce_pkt_gap *gap);
+
+/*
  * A NAK is waiting to go out. The responder keeps one ACK or NAK, the newest replacing it (an
  * ACK acknowledges everything before its PSN, so a newer ACK says all an older one did): an
  * owner that lets several packets in before pulling what is ready (once per receive batch)

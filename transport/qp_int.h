@@ -73,8 +73,18 @@ void roce_qp_sq_error(struct roce_qp *qp);
 enum roce_mem_err roce_sgl_copy(struct roce_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 				uint32_t offset, uint8_t *buf, uint32_t len, bool to_sgl);
 
-/* Requester (requester.c). */
-size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now);
+/*
+ * The host address of bytes [@offset, @offset + @len) of a scatter/gather list through the
+ * owner's local keys (read access), when they lie in one entry and its key allows them; else
+ * NULL (roce_sgl_copy then copies them, or says why not).
+ */
+const uint8_t *roce_sgl_ref(struct roce_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
+			    uint32_t offset, uint32_t len);
+
+/* Requester (requester.c): the next request into @buf; @gap as roce_qp_write_pkt_gap (NULL:
+ * copy the payload). */
+size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now,
+		      struct roce_pkt_gap *gap);
 /* Go back to PSN @psn of a started WQE (go-back-N, IBA 9.7.5.1.3). */
 void roce_req_rewind(struct roce_qp *qp, uint32_t psn);
 /* Complete the WQE at the SQ tail with @status, freeing its READ/atomic credit. */

@@ -137,9 +137,12 @@ static bool run_local(struct roce_qp *qp, struct roce_send_wqe *wqe)
 	return true;
 }
 
-/* Headers of a request packet at byte @off of @wqe, payload gathered after them. */
+/*
+ * Headers of a request packet at byte @off of @wqe, payload gathered after them, or left where
+ * it is (@gap: roce_qp_write_pkt_gap) for a reliable QP when it lies in one entry.
+ */
 static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf, uint32_t *sent,
-		    uint32_t *psns)
+		    uint32_t *psns, struct roce_pkt_gap *gap)
 {
 	uint32_t off = qp->req.offset;
 	uint32_t left = wqe->length - off;
@@ -204,8 +207,18 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 	}
 	if (pkt.payload_len) {
 		uint8_t *dst = buf + info->hdr_len;
+		const uint8_t *src = NULL;
 
-		if (wqe->is_inline)
+		/* Not UD or UC: their completion lets the application reuse the bytes before the
+		 * owner sends them (qp.h). */
+		if (gap && !wqe->is_inline && roce_qp_reliable(qp))
+			src = roce_sgl_ref(qp, roce_send_wqe_sge(wqe), wqe->num_sge, off,
+					   pkt.payload_len);
+		if (src)
+			*gap = (struct roce_pkt_gap){.src = src,
+						     .off = (uint16_t)info->hdr_len,
+						     .len = (uint16_t)pkt.payload_len};
+		else if (wqe->is_inline)
 			memcpy(dst, wqe->data + off, pkt.payload_len);
 		else if (roce_sgl_copy(qp, roce_send_wqe_sge(wqe), wqe->num_sge, off, dst,
 				       pkt.payload_len, false) != ROCE_MEM_OK)
@@ -214,7 +227,8 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 	return roce_pkt_finish(buf, &pkt, info->hdr_len);
 }
 
-size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now)
+size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now,
+		      struct roce_pkt_gap *gap)
 {
 	struct roce_send_wqe *wqe;
 	uint32_t sent, psns;
@@ -259,7 +273,7 @@ size_t roce_req_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, 
 		return 0;
 	}
 	qp->req.state = ROCE_REQ_SEND;
-	len = build(qp, wqe, buf, &sent, &psns);
+	len = build(qp, wqe, buf, &sent, &psns, gap);
 	if (!len)
 		return fail_wqe(qp, wqe, IBV_WC_LOC_PROT_ERR);
 	dest->ah = qp->type == IBV_QPT_UD ? &wqe->ud.ah_attr : &qp->attr.ah_attr;

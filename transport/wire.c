@@ -473,3 +473,9 @@ size_t roce_encode(uint8_t *buf, size_t cap, const struct roce_pkt *pkt)
 	encode_ext(buf + ROCE_BTH_LEN, info->hdrs, pkt);
 	return total;
 }
+
+void roce_pkt_gap_fill(uint8_t *pkt, const struct roce_pkt_gap *gap)
+{
+	if (gap->len)
+		memcpy(pkt + gap->off, gap->src, gap->len);
+}

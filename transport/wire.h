@@ -170,6 +170,22 @@ const struct roce_opcode_info *roce_opcode(uint8_t opcode);
 bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg);
 
 /*
+ * A packet whose payload stayed in the sender's memory (transport/qp.h: roce_qp_write_pkt_gap):
+ * bytes [@off, @off + @len) of the packet are the @len bytes at @src, and the packet's buffer
+ * holds all the others at their places (its own bytes in the gap are not the packet's). A
+ * sender gathers the pieces as it sends, with no copy of the payload. @len 0: no gap, the
+ * buffer holds the whole packet.
+ */
+struct roce_pkt_gap {
+	const uint8_t *src;
+	uint16_t off;
+	uint16_t len;
+};
+
+/* Copy the bytes of @gap into the packet @pkt, which then holds all of itself. */
+void roce_pkt_gap_fill(uint8_t *pkt, const struct roce_pkt_gap *gap);
+
+/*
  * A responder's ACK and the requests its QP sends next. An RNIC sends the ACK of a request as
  * the request arrives, before the reply the application posts once it sees the completion, and
  * a peer that waits for both completions on one channel (perftest's -e) needs the send

@@ -58,6 +58,7 @@ enum { TRAIN_PKTS = 64, TRAIN_BYTES = 65536 + ROCE_PKT_MAX };
 struct train {
 	uint8_t buf[TRAIN_BYTES];
 	uint16_t lens[TRAIN_PKTS];
+	struct roce_pkt_gap gaps[TRAIN_PKTS]; /* payloads left in the application's memory */
 };
 
 static pthread_key_t train_key;
@@ -149,13 +150,19 @@ void uroce_engine_drain(struct uroce_qp *qp, uint64_t now)
 		rearm(qp);
 		return;
 	}
-	while ((len = roce_qp_write_pkt(&qp->core, t->buf + off, &dest, now))) {
+	/*
+	 * A payload left in the application's memory (transport/qp.h: roce_qp_write_pkt_gap) is
+	 * read by the send of its train, which happens under the QP's lock, before anything
+	 * could complete its request.
+	 */
+	while ((len = roce_qp_write_pkt_gap(&qp->core, t->buf + off, &dest, now, &t->gaps[n]))) {
 		if (cached_path_of(qp, dest.ah, &paths, &next))
 			continue; /* no source address: the packet is lost (net.h) */
 		if (n && memcmp(&next, &f, sizeof(f))) {
 			/* Another destination (UD): the train so far leaves first. */
-			uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, n);
+			uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, t->gaps, n);
 			memmove(t->buf, t->buf + off, len);
+			t->gaps[0] = t->gaps[n];
 			off = 0;
 			n = 0;
 		}
@@ -163,13 +170,13 @@ void uroce_engine_drain(struct uroce_qp *qp, uint64_t now)
 		t->lens[n++] = (uint16_t)len;
 		off += len;
 		if (n == TRAIN_PKTS || off + ROCE_PKT_MAX > TRAIN_BYTES) {
-			uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, n);
+			uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, t->gaps, n);
 			off = 0;
 			n = 0;
 		}
 	}
 	if (n)
-		uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, n);
+		uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, t->gaps, n);
 	rearm(qp);
 }
 

@@ -579,7 +579,14 @@ static void schedule(struct sim *s, struct sim_host *to, const struct roce_ipudp
 }
 
 /* A packet leaves @qp: ICRC, then the wire's faults decide what arrives when. */
-static void transmit(struct sim_qp *qp, uint8_t *buf, size_t len, const struct roce_dest *dest)
+/*
+ * Send @len bytes at @buf: with @gap (its payload left in the sender's memory, transport/qp.h:
+ * roce_qp_write_pkt_gap), the ICRC is computed over the gap's bytes, as the engine's GSO send
+ * does, and only then are they copied in; the room the core left is spoilt first, so that an
+ * ICRC over the wrong bytes shows as a packet the receiver refuses.
+ */
+static void transmit(struct sim_qp *qp, uint8_t *buf, size_t len, const struct roce_dest *dest,
+		     const struct roce_pkt_gap *gap)
 {
 	struct sim *s = qp->host->sim;
 	const struct sim_wire_cfg *w = &s->wire;
@@ -593,7 +600,14 @@ static void transmit(struct sim_qp *qp, uint8_t *buf, size_t len, const struct r
 	ip.dport = ROCE_UDP_PORT;
 	ip.ttl = 64;
 	ip.ip_frag = ROCE_IPV4_DF;
-	roce_icrc_fill(&ip, buf, len);
+	if (gap && gap->len) {
+		s->stats.gapped++;
+		memset(buf + gap->off, 0xA5, gap->len);
+		roce_icrc_fill_gap(&ip, buf, len, gap->src, gap->off, gap->len);
+		roce_pkt_gap_fill(buf, gap);
+	} else {
+		roce_icrc_fill(&ip, buf, len);
+	}
 	s->stats.sent++;
 	qp->tx_pkts++;
 	if (s->filter || s->hold) {
@@ -660,10 +674,21 @@ static void pump(struct sim_qp *qp)
 
 	if (qp->destroyed)
 		return;
-	while ((len = roce_qp_write_pkt(&qp->core, buf, &dest, s->now))) {
+	/* Every other packet through roce_qp_write_pkt_gap, as the engine's trains take them. */
+	for (;;) {
+		struct roce_pkt_gap gap = {0};
+		bool gapped = s->stats.sent & 1;
+
+		len = gapped ? roce_qp_write_pkt_gap(&qp->core, buf, &dest, s->now, &gap)
+			     : roce_qp_write_pkt(&qp->core, buf, &dest, s->now);
+		if (!len)
+			break;
 		if (len > sizeof(buf))
 			abort(); /* the core wrote past ROCE_PKT_MAX */
-		transmit(qp, buf, len, &dest);
+		if (gap.len && (gap.off + gap.len > len || qp->core.type == IBV_QPT_UD ||
+				qp->core.type == IBV_QPT_UC))
+			abort(); /* a gap outside the packet, or one the application may reuse */
+		transmit(qp, buf, len, &dest, &gap);
 		if (++n == SIM_PUMP_LIMIT) {
 			s->fail = "a QP writes packets without end";
 			return;
