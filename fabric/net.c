@@ -80,7 +80,7 @@ static int watch_pair(struct uroce_progress *p, const struct uroce_udp s[FAMILIE
 static void deliver_now(struct uroce_net *net, struct uroce_rx *rx)
 {
 	/* First, so that the capture shows the IPv4 ID the frame had on the wire. */
-	rx->icrc = roce_icrc_verify(&rx->ip, rx->roce, rx->len);
+	rx->icrc = roce_icrc_verify_gap(&rx->ip, rx->roce, rx->len, &rx->gap);
 	if (net->pcap)
 		uroce_pcap_write(net->pcap, &rx->ip, rx->roce, rx->len, net_wall_clock());
 	atomic_fetch_add(&net->rx_packets, 1);
@@ -176,6 +176,23 @@ static void on_datagram(void *arg, const struct uroce_rx *in)
 		atomic_fetch_add(&net->rx_unknown_qpn, 1);
 		break;
 	}
+}
+
+/*
+ * A datagram at the head of a socket may be received straight into place (progress.h: steer)
+ * when it is for a QP of this process and nothing else wants its bytes as they came: neither a
+ * capture nor the receive faults, and no other process (the hub forwards what it receives for
+ * them whole).
+ */
+static bool on_steer(void *arg, const uint8_t *bth, uint16_t seg, size_t total,
+		     struct roce_steer *plan)
+{
+	struct uroce_net *net = arg;
+
+	if (!net->ops->steer || net->pcap || uroce_faults_on(net->faults, false) ||
+	    !uroce_rdv_owns(net->rdv, roce_get24(bth + 5)))
+		return false;
+	return net->ops->steer(net->arg, bth, seg, total, plan);
 }
 
 /* Have both sockets of a pair report each datagram's IP header values (udp.h). */
@@ -295,6 +312,7 @@ static const struct uroce_progress_ops progress_ops = {
 	.init = init,
 	.datagram = on_datagram,
 	.datagram_end = recv_end,
+	.steer = on_steer,
 	.batch_end = on_batch_end,
 	.polling_ended = on_polling_ended,
 };

@@ -52,6 +52,17 @@ struct uroce_net_ops {
 	 * worth doing once per batch rather than per datagram goes here. May be NULL.
 	 */
 	void (*batch_end)(void *arg);
+	/*
+	 * The datagram of @total bytes in UDP GRO segments of @seg bytes, whose first packet's BTH
+	 * is @bth, is for a QP of this process, and may be received straight into place: fill
+	 * @plan and return true to have the payloads of its first plan->count packets received at
+	 * plan->at (transport/qp.h: roce_qp_steer); each of those that roce_steer_fits() then
+	 * comes to recv with rx->gap set over its payload. After true, the datagram's packets go
+	 * to recv and recv_end follows, also when the receive fails; false keeps nothing. Never
+	 * asked while packets are captured or put through receive faults. May be NULL.
+	 */
+	bool (*steer)(void *arg, const uint8_t *bth, uint16_t seg, size_t total,
+		      struct roce_steer *plan);
 	/* Threads stopped polling (uroce_net_poll): on the progress thread. May be NULL. */
 	void (*polling_ended)(void *arg);
 	/*

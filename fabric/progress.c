@@ -308,6 +308,7 @@ static void free_progress(struct uroce_progress *p)
 	if (p->epfd >= 0)
 		close(p->epfd);
 	progress_direct_free(p->direct);
+	progress_steer_free(p->steer);
 	pthread_mutex_destroy(&p->rx_lock);
 	uroce_timers_destroy(&p->timers);
 	pthread_cond_destroy(&p->started_cond);
@@ -353,7 +354,8 @@ int uroce_progress_start(struct uroce_progress **out, const struct uroce_progres
 		return err;
 	}
 	p->direct = progress_direct_new();
-	if (!p->direct) {
+	p->steer = progress_steer_new();
+	if (!p->direct || !p->steer) {
 		err = ENOMEM;
 		goto fail;
 	}

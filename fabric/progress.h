@@ -59,6 +59,17 @@ struct uroce_progress_ops {
 	 */
 	void (*datagram_end)(void *arg);
 	/*
+	 * The datagram at the head of a socket is of @total bytes in UDP GRO segments of @seg
+	 * bytes, and its first packet's BTH is @bth: true (with @plan filled) to have the
+	 * payloads of its first plan->count segments received at plan->at, pmtu apart
+	 * (transport/wire.h: struct roce_steer). Each such packet that roce_steer_fits() is then
+	 * passed to datagram with rx->gap over its payload, the others whole; datagram_end
+	 * follows, also if the receive fails. False: the datagram is received as usual. Asked
+	 * only of a datagram that follows one roce_datagram_steerable() finds so. NULL: none is.
+	 */
+	bool (*steer)(void *arg, const uint8_t *bth, uint16_t seg, size_t total,
+		      struct roce_steer *plan);
+	/*
 	 * The datagrams (and watched descriptors) of one turn of the thread have been handed out:
 	 * a place to act once for many of them (NULL: nothing to do).
 	 */

@@ -54,9 +54,18 @@ struct udp_slot {
 	bool armed;
 	bool cancelling; /* io_uring, progress thread: its cancel is submitted */
 	bool drained;    /* its receiver's: its last receive found nothing (progress_rx.c) */
+	/*
+	 * Its receiver's: the next datagram is worth a steered receive (progress_steer_next), and
+	 * how many more such guesses to skip after one the owner refused.
+	 */
+	bool steer_next;
+	uint8_t steer_skip;
+	unsigned int steered; /* its receiver's: datagrams received straight into place */
+	bool steered_last;    /* its receiver's: the last datagram was */
 };
 
 struct direct_rx; /* progress_rx.c: recvmmsg buffers of the direct receive */
+struct steer_rx;  /* progress_steer.c: the buffers of the steered receive */
 
 struct progress_backend;
 
@@ -73,6 +82,7 @@ struct uroce_progress {
 	unsigned int rx_hint, rx_turn, rx_next;
 	int evfd; /* wakes the thread: timers armed earlier, stop, a new socket, a hand-over */
 	struct direct_rx *direct; /* its receiver's, as rx_hint */
+	struct steer_rx *steer;   /* likewise */
 
 	pthread_mutex_t rx_lock; /* the receive lock (above) */
 	/* The hand-over (uroce_progress_poll): a polling thread wants the sockets, has them. */
@@ -158,6 +168,33 @@ extern const struct progress_backend progress_epoll_backend;
  */
 void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
 		       const uint8_t *data, size_t len, uint64_t now);
+/*
+ * progress_received() of a datagram whose first @ngaps packets may have their payloads
+ * elsewhere: packet i's at gaps[i] when gaps[i].len is not 0 (progress_steer.c).
+ */
+void progress_received_gaps(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
+			    const uint8_t *data, size_t len, const struct roce_pkt_gap *gaps,
+			    unsigned int ngaps, uint64_t now);
+/*
+ * After a datagram of @len bytes at @data (GRO segments of @seg) came from @s: note whether the
+ * next one is worth a steered receive (transport/wire.h: roce_datagram_steerable).
+ */
+void progress_steer_next(struct udp_slot *s, const uint8_t *data, size_t len, uint16_t seg);
+/*
+ * Under the receive lock, as the sockets' receiver: while UDP socket @slot's datagrams are worth
+ * it (progress_steer_next), receive each straight into place (progress.h: steer) and hand it out
+ * as received at @now, adding it to *@total; at most PROGRESS_STEER_ROUNDS. Returns true if the
+ * turn at the socket ends there (it is empty, the rounds are used up, or the progress thread
+ * waits for the lock), false if a plain receive is to follow (the owner does not steer the
+ * next datagram, or it is not worth a try).
+ */
+bool progress_steer_stream(struct uroce_progress *p, unsigned int slot, uint64_t now,
+			   unsigned int *total);
+/* Steered receives (one datagram each) of one turn at a socket: a MiB of WRITE payload. */
+#define PROGRESS_STEER_ROUNDS 16u
+/* The steered receive's buffers (progress_steer.c): NULL without memory. */
+struct steer_rx *progress_steer_new(void);
+void progress_steer_free(struct steer_rx *st);
 
 /* Call the ready callbacks of the watched descriptors that epoll reports now (no waiting). */
 void progress_on_epoll(struct uroce_progress *p);

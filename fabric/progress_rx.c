@@ -32,9 +32,12 @@ struct direct_rx {
 	} control[RX_BATCH];
 };
 
-/* Hand out the packet of @len bytes at @roce, the datagram's @i-th (rx: its headers). */
+/*
+ * Hand out the packet of @len bytes at @roce, the datagram's @i-th (rx: its headers), its
+ * payload at @gap if that is set (progress_steer.c).
+ */
 static void hand_out_packet(struct uroce_progress *p, struct uroce_rx *rx, const uint8_t *roce,
-			    size_t len, size_t i)
+			    size_t len, size_t i, const struct roce_pkt_gap *gap)
 {
 	/*
 	 * The kernel gives an IPv4 datagram with DF from an unconnected socket the ID 0, and the
@@ -46,6 +49,7 @@ static void hand_out_packet(struct uroce_progress *p, struct uroce_rx *rx, const
 		rx->ip.ip_id = (uint16_t)i;
 	rx->roce = roce;
 	rx->len = len;
+	rx->gap = gap ? *gap : (struct roce_pkt_gap){0};
 	if (len > UROCE_PROGRESS_PAYLOAD_MAX) {
 		atomic_fetch_add(&p->rx_oversize, 1);
 		return;
@@ -63,25 +67,36 @@ static void hand_out_packet(struct uroce_progress *p, struct uroce_rx *rx, const
 	p->ops->datagram(p->arg, rx);
 }
 
-void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
-		       const uint8_t *data, size_t len, uint64_t now)
+void progress_received_gaps(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
+			    const uint8_t *data, size_t len, const struct roce_pkt_gap *gaps,
+			    unsigned int ngaps, uint64_t now)
 {
 	struct uroce_rx rx = {.ip = *ip, .now = now};
 	size_t end = len;
 
-	/* An ACK sent behind the requests it went ahead of (transport/wire.h) is taken first. */
+	/*
+	 * An ACK sent behind the requests it went ahead of (transport/wire.h) is taken first. A
+	 * steered packet is a request, and never the last (a shorter segment, or the remainder).
+	 */
 	if (roce_datagram_acks_first(data, len, seg)) {
 		end = (len - 1) / seg * seg;
-		hand_out_packet(p, &rx, data + end, len - end, end / seg);
+		hand_out_packet(p, &rx, data + end, len - end, end / seg, NULL);
 	}
 	for (size_t off = 0, i = 0; off < end; i++) {
 		size_t n = uroce_udp_segment(len, seg, off);
 
-		hand_out_packet(p, &rx, data + off, n, i);
+		hand_out_packet(p, &rx, data + off, n, i,
+				i < ngaps && gaps[i].len ? &gaps[i] : NULL);
 		off += n;
 	}
 	if (p->ops->datagram_end)
 		p->ops->datagram_end(p->arg);
+}
+
+void progress_received(struct uroce_progress *p, const struct roce_ipudp *ip, uint16_t seg,
+		       const uint8_t *data, size_t len, uint64_t now)
+{
+	progress_received_gaps(p, ip, seg, data, len, NULL, 0, now);
 }
 
 /*
@@ -161,6 +176,8 @@ static bool hand_out(struct uroce_progress *p, unsigned int slot, int n, uint64_
 			uroce_udp_rx_cmsg(&ip, c, &seg);
 		more = roce_datagram_continues(d->iov[i].iov_base, d->msgs[i].msg_len, seg);
 		progress_received(p, &ip, seg, d->iov[i].iov_base, d->msgs[i].msg_len, now);
+		progress_steer_next(s, d->iov[i].iov_base, d->msgs[i].msg_len, seg);
+		s->steered_last = false;
 	}
 	rearm_msgs(d, (unsigned int)n);
 	return more;
@@ -173,7 +190,9 @@ static bool hand_out(struct uroce_progress *p, unsigned int slot, int n, uint64_
  * leaves its last packets (and the ACK riding behind a train) for the next poll; a full batch
  * asks for RX_BATCH more. At most RX_ROUNDS receives, and none once the progress thread waits
  * for the lock: a receiver that holds it through a stream would keep the thread from its timers
- * and the frames the hub forwards (progress.c, thread_rx_lock). Returns the datagrams.
+ * and the frames the hub forwards (progress.c, thread_rx_lock). A datagram that continues an RDMA
+ * WRITE is followed by steered receives (progress_steer_stream) while they take the stream's
+ * datagrams. Returns the datagrams.
  */
 static unsigned int hand_out_stream(struct uroce_progress *p, unsigned int slot, int n,
 				    unsigned int want, uint64_t now)
@@ -189,6 +208,8 @@ static unsigned int hand_out_stream(struct uroce_progress *p, unsigned int slot,
 		    atomic_load_explicit(&p->rx_wanted, memory_order_relaxed))
 			return total;
 		want = RX_BATCH;
+		if (progress_steer_stream(p, slot, now, &total))
+			return total;
 		n = receive(s, p->direct, want);
 		if (!n)
 			return total;
@@ -198,20 +219,26 @@ static unsigned int hand_out_stream(struct uroce_progress *p, unsigned int slot,
 /*
  * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
  * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
- * kernel's try at a second datagram (docs/PERFORMANCE.md). A socket that had datagrams at its
- * last receive (a stream) is asked for RX_BATCH.
+ * kernel's try at a second datagram (docs/PERFORMANCE.md). So is one whose last datagram was
+ * steered (progress_steer.c): the first datagram of a WRITE stream's next message (with its
+ * RETH) is not, but the datagrams behind it are. A socket that had datagrams at its last
+ * receive (a stream) is asked for RX_BATCH.
  */
 static unsigned int first_want(const struct udp_slot *s)
 {
-	return s->drained ? 1 : RX_BATCH;
+	return s->drained || s->steered_last ? 1 : RX_BATCH;
 }
 
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)
 {
-	unsigned int want = first_want(&p->udp[slot]);
-	int n = receive(&p->udp[slot], p->direct, want);
+	unsigned int want, total = 0;
+	int n;
 
-	return n ? hand_out_stream(p, slot, n, want, now) : 0;
+	if (progress_steer_stream(p, slot, now, &total))
+		return total;
+	want = first_want(&p->udp[slot]);
+	n = receive(&p->udp[slot], p->direct, want);
+	return total + (n ? hand_out_stream(p, slot, n, want, now) : 0);
 }
 
 /*
@@ -223,6 +250,23 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, 
  * the receive lock (the caller is the sockets' one receiver, progress_int.h: receiving), which
  * is taken only to hand out what came and to end the previous poll's batch.
  */
+/* progress_receive_direct() of a socket whose next datagram is likely one to steer. */
+static unsigned int receive_steered_direct(struct uroce_progress *p, unsigned int slot,
+					   uint64_t now)
+{
+	unsigned int got;
+
+	progress_rx_lock(p);
+	progress_end_batch(p);
+	got = progress_receive_slot(p, slot, now);
+	if (got) {
+		p->rx_hint = slot;
+		progress_put_off_batch(p, now);
+	}
+	progress_rx_unlock(p);
+	return got;
+}
+
 unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now)
 {
 	unsigned int n = progress_udp_count(p), slot = p->rx_hint, want, got = 0;
@@ -232,6 +276,9 @@ unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now)
 		return 0;
 	if (!(p->rx_turn++ & 7) || slot >= n)
 		slot = p->rx_next++ % n;
+	/* A stream to steer is received under the lock: the owner plans each receive. */
+	if (p->udp[slot].steer_next)
+		return receive_steered_direct(p, slot, now);
 	want = first_want(&p->udp[slot]);
 	first = receive(&p->udp[slot], p->direct, want);
 	/*

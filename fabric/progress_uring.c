@@ -4,6 +4,14 @@
  * socket over one provided-buffer ring, a poll on the epoll set of watched descriptors, and
  * the wait for both with the timers' deadline as timeout. Leaving the sockets to polling
  * threads is cancelling the multishot receives and taking the completions they made before.
+ *
+ * A socket whose datagrams continue an RDMA WRITE goes into stream mode: its multishot receive
+ * is cancelled, a poll tells when the socket has more, and this thread receives with recvmsg
+ * (progress_receive_slot), each datagram of a WRITE straight into place (progress_steer.c).
+ * Stream mode lasts while each turn at the socket steers a datagram: across the messages of a
+ * stream (whose first datagram, with the RETH, is not steered). Only with DEFER_TASKRUN, under
+ * which the ring receives only when this thread waits on it: the two ways never take datagrams
+ * out of order.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -25,9 +33,13 @@
 	  UROCE_UDP_RECV_MAX + 63) &                                                               \
 	 ~(size_t)63)
 
-/* io_uring user_data: 1 + index of a UDP socket, the epoll poll, or a cancel. */
+/*
+ * io_uring user_data: 1 + index of a UDP socket (its multishot receive), the epoll poll, a
+ * cancel, or UD_POLL + index of a UDP socket (its poll in stream mode).
+ */
 #define UD_EPOLL  (PROGRESS_MAX_UDP + 1)
 #define UD_CANCEL (PROGRESS_MAX_UDP + 2)
+#define UD_POLL   (PROGRESS_MAX_UDP + 3)
 
 struct uring {
 	struct io_uring ring;
@@ -36,6 +48,14 @@ struct uring {
 	unsigned int nbufs;
 	bool epoll_armed;
 	unsigned int recycled;
+	/*
+	 * Stream mode, per socket: in it; its poll is outstanding, or reported the socket
+	 * readable; its multishot receive is being cancelled.
+	 */
+	bool stream[PROGRESS_MAX_UDP];
+	bool polled[PROGRESS_MAX_UDP];
+	bool readable[PROGRESS_MAX_UDP];
+	bool to_stream[PROGRESS_MAX_UDP];
 };
 
 static size_t br_bytes(const struct uring *u)
@@ -136,7 +156,28 @@ static struct io_uring_sqe *get_sqe(struct uring *u)
 	return sqe;
 }
 
-/* Arm what is not armed: new sockets, ended multishots, the epoll poll. */
+/*
+ * A socket in stream mode: its multishot receive is cancelled (its last completion, no F_MORE,
+ * comes after those it made before), then a poll is armed, once at a time.
+ */
+static void arm_stream(struct uring *u, struct udp_slot *s, unsigned int i)
+{
+	struct io_uring_sqe *sqe;
+
+	if (s->armed) {
+		if (u->to_stream[i] || s->cancelling || !(sqe = get_sqe(u)))
+			return;
+		io_uring_prep_cancel64(sqe, i + 1, 0);
+		io_uring_sqe_set_data64(sqe, UD_CANCEL);
+		u->to_stream[i] = true;
+	} else if (!u->polled[i] && (sqe = get_sqe(u))) {
+		io_uring_prep_poll_add(sqe, s->sock.fd, POLLIN);
+		io_uring_sqe_set_data64(sqe, UD_POLL + i);
+		u->polled[i] = true;
+	}
+}
+
+/* Arm what is not armed: new sockets, ended multishots, the epoll poll, stream mode's polls. */
 static void arm(struct uroce_progress *p, struct uring *u)
 {
 	unsigned int n = progress_udp_count(p);
@@ -145,6 +186,10 @@ static void arm(struct uroce_progress *p, struct uring *u)
 		struct udp_slot *s = &p->udp[i];
 		struct io_uring_sqe *sqe;
 
+		if (u->stream[i]) {
+			arm_stream(u, s, i);
+			continue;
+		}
 		if (s->armed || !(sqe = get_sqe(u)))
 			continue;
 		io_uring_prep_recvmsg_multishot(sqe, s->sock.fd, &s->msg, 0);
@@ -191,6 +236,40 @@ static void on_buffer(struct uroce_progress *p, struct udp_slot *s, uint8_t *buf
 		uroce_udp_rx_cmsg(&ip, c, &seg);
 	progress_received(p, &ip, seg, io_uring_recvmsg_payload(o, &s->msg),
 			  io_uring_recvmsg_payload_length(o, len, &s->msg), now);
+	progress_steer_next(s, io_uring_recvmsg_payload(o, &s->msg),
+			    io_uring_recvmsg_payload_length(o, len, &s->msg), seg);
+}
+
+/*
+ * After the completions: a socket whose last datagram continues a WRITE enters stream mode, and
+ * has the next ones received straight into place at once (its multishot receive, until its
+ * cancel, receives only when this thread next waits on the ring); a socket in stream mode
+ * that its poll found readable has its turn, and leaves stream mode if that steers nothing.
+ */
+static void receive_streams(struct uroce_progress *p, struct uring *u, uint64_t now)
+{
+	unsigned int n = progress_udp_count(p), total = 0;
+
+	if (!(u->ring.flags & IORING_SETUP_DEFER_TASKRUN))
+		return;
+	for (unsigned int i = 0; i < n; i++) {
+		struct udp_slot *s = &p->udp[i];
+		unsigned int steered = s->steered;
+
+		if (!u->stream[i]) {
+			if (s->steer_next) {
+				u->stream[i] = true;
+				progress_steer_stream(p, i, now, &total);
+			}
+			continue;
+		}
+		if (!u->readable[i])
+			continue;
+		u->readable[i] = false;
+		progress_receive_slot(p, i, now);
+		if (s->steered == steered)
+			u->stream[i] = false;
+	}
 }
 
 /* Take the completions as one batch, then give the buffers back. */
@@ -213,6 +292,13 @@ static void dispatch(struct uroce_progress *p)
 			epoll_ready = true;
 			continue;
 		}
+		if (ud >= UD_POLL && ud < UD_POLL + PROGRESS_MAX_UDP) {
+			/* Readable (received in receive_streams), or removed by release(). */
+			u->polled[ud - UD_POLL] = false;
+			u->readable[ud - UD_POLL] = cqe->res > 0;
+			p->udp[ud - UD_POLL].cancelling = false;
+			continue;
+		}
 		if (ud < 1 || ud > PROGRESS_MAX_UDP)
 			continue;
 		if (cqe->flags & IORING_CQE_F_BUFFER) {
@@ -227,8 +313,10 @@ static void dispatch(struct uroce_progress *p)
 			struct udp_slot *s = &p->udp[ud - 1];
 
 			s->armed = false;
-			if (s->cancelling) {
-				s->cancelling = false; /* release() ended it: no re-arm */
+			if (s->cancelling || u->to_stream[ud - 1]) {
+				/* release() or stream mode ended it: no re-arm */
+				s->cancelling = false;
+				u->to_stream[ud - 1] = false;
 				continue;
 			}
 			/* ENOBUFS: every buffer was in use; they are back after this batch. */
@@ -241,6 +329,7 @@ static void dispatch(struct uroce_progress *p)
 	io_uring_cq_advance(&u->ring, count);
 	if (u->recycled)
 		io_uring_buf_ring_advance(u->br, (int)u->recycled);
+	receive_streams(p, u, now);
 	if (epoll_ready)
 		progress_on_epoll(p);
 }
@@ -274,6 +363,15 @@ static bool release(struct uroce_progress *p)
 		struct udp_slot *s = &p->udp[i];
 		struct io_uring_sqe *sqe;
 
+		if (u->polled[i]) {
+			free = false;
+			if (!s->cancelling && (sqe = get_sqe(u))) {
+				io_uring_prep_poll_remove(sqe, UD_POLL + i);
+				io_uring_sqe_set_data64(sqe, UD_CANCEL);
+				s->cancelling = true;
+			}
+			continue;
+		}
 		if (!s->armed)
 			continue;
 		free = false;

@@ -164,6 +164,12 @@ enum uroce_rdv_route {
  */
 enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx *rx);
 
+/*
+ * Whether QP number @qpn (not QP 1 or the multicast QP) is this process's, so that
+ * uroce_rdv_route() delivers its datagrams here without looking at them. As uroce_rdv_route().
+ */
+bool uroce_rdv_owns(const struct uroce_rdv *r, uint32_t qpn);
+
 /* uroce_net_service(), through the hub. */
 int uroce_rdv_service(struct uroce_rdv *r, enum uroce_service_op op, struct uroce_service *s);
 

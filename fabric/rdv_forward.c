@@ -101,6 +101,12 @@ enum uroce_rdv_route uroce_rdv_route(struct uroce_rdv *r, const struct uroce_rx 
 	return UROCE_RDV_UNKNOWN;
 }
 
+bool uroce_rdv_owns(const struct uroce_rdv *r, uint32_t qpn)
+{
+	return qpn != ROCE_GSI_QPN && qpn != ROCE_MCAST_QPN &&
+	       r->owner[uroce_qpn_block(qpn)] == r->token;
+}
+
 void uroce_rdv_mcast_sent(struct uroce_rdv *r, const struct uroce_rx *rx)
 {
 	struct rdv_frame f = frame_of(RDV_MCAST, rx);

@@ -13,6 +13,7 @@
 
 #include "transport/icrc.h"
 #include "transport/ipudp.h"
+#include "transport/wire.h"
 
 struct uroce_rx {
 	/*
@@ -25,6 +26,13 @@ struct uroce_rx {
 	size_t len;
 	uint64_t now;               /* uroce_now() when the batch was taken */
 	enum roce_icrc_result icrc; /* the ICRC check, done before the capture */
+	/*
+	 * A packet received straight into place (progress.h: steer): its payload is at gap.src,
+	 * not in roce[] (transport/wire.h: struct roce_pkt_gap; gap.len 0: the packet is all in
+	 * roce[]). Only the owner of its QP gets such a packet: it is never forwarded, captured or
+	 * put through faults (net.c: on_steer).
+	 */
+	struct roce_pkt_gap gap;
 	/*
 	 * A multicast datagram a process of this host sent, handed to the host's members through
 	 * the rendezvous rather than received from a wire: the QP that sent it (DETH source QP,

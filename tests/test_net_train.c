@@ -281,22 +281,28 @@ static void check_gapped(const uint8_t *buf, const uint16_t *lens, int n, int i,
 }
 
 /*
- * Two GSO runs (59 packets of 1084 bytes fit in one) gathered from the payloads' own memory:
- * the packets arrive whole, each ICRC right for its IPv4 ID, and the buffer's gaps were never
- * written (no copy).
+ * A train of @n gapped packets of @len bytes, @per to a GSO run: each arrives whole with the
+ * ICRC of its IPv4 ID, and the buffer's gaps of the first and last packets hold @first and
+ * @last afterwards (0xA5: never written, no copy).
  */
-Test(net_train, payloads_left_in_memory_are_gathered)
+static void gapped_train(int n, uint16_t len, int per, uint8_t first, uint8_t last)
 {
 	static uint8_t src[MAXGOT][1100];
-	uint16_t lens[100], ids[100];
+	uint16_t lens[MAXGOT], ids[MAXGOT];
 	const uint8_t *buf;
 
-	for (int i = 0; i < 100; i++)
-		ids[i] = (uint16_t)(i % 59);
-	buf = send_gapped(lens, 100, 1084, src);
-	check(lens, 100, ids);
-	check_gapped(buf, lens, 100, 0, 0xA5);
-	check_gapped(buf, lens, 100, 99, 0xA5);
+	for (int i = 0; i < n; i++)
+		ids[i] = (uint16_t)(i % per);
+	buf = send_gapped(lens, n, len, src);
+	check(lens, n, ids);
+	check_gapped(buf, lens, n, 0, first);
+	check_gapped(buf, lens, n, n - 1, last);
+}
+
+/* Two GSO runs (59 packets of 1084 bytes fit in one) gathered from the payloads' own memory. */
+Test(net_train, payloads_left_in_memory_are_gathered)
+{
+	gapped_train(100, 1084, 59, 0xA5, 0xA5);
 }
 
 /*
@@ -305,14 +311,5 @@ Test(net_train, payloads_left_in_memory_are_gathered)
  */
 Test(net_train, gaps_beyond_the_pieces_of_one_send_are_copied)
 {
-	static uint8_t src[MAXGOT][1100];
-	uint16_t lens[150], ids[150];
-	const uint8_t *buf;
-
-	for (int i = 0; i < 150; i++)
-		ids[i] = (uint16_t)(i % 64);
-	buf = send_gapped(lens, 150, 300, src);
-	check(lens, 150, ids);
-	check_gapped(buf, lens, 150, 0, 0xA5);
-	check_gapped(buf, lens, 150, 149, 149);
+	gapped_train(150, 300, 64, 0xA5, 149);
 }

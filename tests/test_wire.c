@@ -917,6 +917,75 @@ Test(wire, datagram_continues_after_first_or_middle_packets)
 	cr_assert_not(roce_datagram_continues(buf, 0, SEG), "an empty datagram");
 }
 
+/*
+ * A datagram worth a steered receive next: several packets, the first a FIRST or MIDDLE of an
+ * RC or UC WRITE or of READ responses, and the message going on.
+ */
+Test(wire, datagram_steerable_after_write_packets_that_go_on)
+{
+	enum { SEG = 1040 };
+	static uint8_t buf[8 * SEG];
+	const uint8_t rc = ROCE_TR_RC, uc = ROCE_TR_UC;
+	struct {
+		uint8_t ops[4];
+		size_t n, tail;
+		bool steerable;
+	} c[] = {
+		{{rc | ROCE_OP_WRITE_FIRST, rc | ROCE_OP_WRITE_MIDDLE}, 2, SEG, true},
+		{{rc | ROCE_OP_WRITE_MIDDLE, rc | ROCE_OP_WRITE_MIDDLE}, 2, SEG, true},
+		{{uc | ROCE_OP_WRITE_MIDDLE, uc | ROCE_OP_WRITE_MIDDLE}, 2, SEG, true},
+		{{rc | ROCE_OP_WRITE_MIDDLE, rc | ROCE_OP_WRITE_MIDDLE, rc | ROCE_OP_ACK},
+		 3,
+		 20,
+		 true},
+		{{rc | ROCE_OP_WRITE_MIDDLE, rc | ROCE_OP_WRITE_LAST}, 2, SEG, false}, /* it ends */
+		{{rc | ROCE_OP_WRITE_FIRST}, 1, SEG, false}, /* one packet */
+		{{rc | ROCE_OP_SEND_MIDDLE, rc | ROCE_OP_SEND_MIDDLE}, 2, SEG, false},
+		{{rc | ROCE_OP_READ_RESP_FIRST, rc | ROCE_OP_READ_RESP_MIDDLE}, 2, SEG, true},
+		{{rc | ROCE_OP_READ_RESP_MIDDLE, rc | ROCE_OP_READ_RESP_LAST}, 2, SEG, false},
+		{{ROCE_TR_XRC | ROCE_OP_WRITE_MIDDLE, ROCE_TR_XRC | ROCE_OP_WRITE_MIDDLE},
+		 2,
+		 SEG,
+		 false},
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		size_t len = datagram(buf, c[i].ops, c[i].n, SEG, c[i].tail);
+
+		cr_assert_eq(roce_datagram_steerable(buf, len, c[i].n > 1 ? SEG : 0),
+			     c[i].steerable, "case %zu", i);
+	}
+}
+
+/* roce_steer_fits: the length, opcode, pad, version, QP and PSN of packet k of the plan. */
+Test(wire, steer_fits_packet_k_of_the_plan)
+{
+	const struct roce_steer plan = {.qpn = 0x123456,
+					.psn = 0xFFFFFE,
+					.pmtu = 1024,
+					.hdr_len = ROCE_BTH_LEN,
+					.opcode = ROCE_TR_RC | ROCE_OP_WRITE_MIDDLE,
+					.count = 4};
+	const size_t len = ROCE_BTH_LEN + 1024 + ROCE_ICRC_LEN;
+	uint8_t bth[ROCE_BTH_LEN] = {
+		ROCE_TR_RC | ROCE_OP_WRITE_MIDDLE, 0, 0xFF, 0xFF, 0, 0x12, 0x34, 0x56, 0, 0, 0, 1};
+
+	cr_assert(roce_steer_fits(&plan, bth, len, 3), "PSN 1 is packet 3 (the PSN wraps)");
+	cr_assert_not(roce_steer_fits(&plan, bth, len, 2));
+	cr_assert_not(roce_steer_fits(&plan, bth, len - 4, 3), "a shorter packet");
+	bth[1] = 0x10; /* PadCnt 1 */
+	cr_assert_not(roce_steer_fits(&plan, bth, len, 3));
+	bth[1] = 0x01; /* TVer 1 */
+	cr_assert_not(roce_steer_fits(&plan, bth, len, 3));
+	bth[1] = 0x80; /* SE: not the plan's business */
+	cr_assert(roce_steer_fits(&plan, bth, len, 3));
+	bth[7] = 0x57;
+	cr_assert_not(roce_steer_fits(&plan, bth, len, 3), "another QP");
+	bth[7] = 0x56;
+	bth[0] = ROCE_TR_RC | ROCE_OP_WRITE_LAST;
+	cr_assert_not(roce_steer_fits(&plan, bth, len, 3), "another opcode");
+}
+
 /* A train of packets @ops[0..n) with lengths @lens, each filled with its index + 1. */
 static size_t train(uint8_t *buf, const uint8_t *ops, const uint16_t *lens, unsigned int n)
 {

@@ -157,6 +157,31 @@ static bool icrc(const struct roce_ipudp *f, const uint8_t *roce, size_t len, ui
 	return true;
 }
 
+/*
+ * icrc() of a packet whose bytes [gap->off, gap->off + gap->len) are at gap->src (wire.h):
+ * false also for a gap that is not after the BTH and within @len.
+ */
+static bool icrc_gap(const struct roce_ipudp *f, const uint8_t *roce, size_t len,
+		     const struct roce_pkt_gap *gap, uint32_t *crc)
+{
+	uint8_t b[PSEUDO_HDR_MAX];
+	size_t n, end;
+
+	if (!gap->len)
+		return icrc(f, roce, len, crc);
+	end = (size_t)gap->off + gap->len;
+	if (gap->off < ROCE_BTH_LEN || end > len)
+		return false;
+	n = pseudo_hdr(b, f, roce, len);
+	if (!n)
+		return false;
+	*crc = crc32_update(CRC32_LRH_SEED, b, n);
+	*crc = crc32_update(*crc, roce + ROCE_BTH_LEN, gap->off - ROCE_BTH_LEN);
+	*crc = crc32_update(*crc, gap->src, gap->len);
+	*crc = crc32_update(*crc, roce + end, len - end);
+	return true;
+}
+
 uint32_t roce_icrc(const struct roce_ipudp *f, const uint8_t *roce, size_t len)
 {
 	uint32_t crc = 0;
@@ -276,12 +301,13 @@ static bool id_change(uint32_t diff, size_t tail, uint16_t *d)
 	return true;
 }
 
-enum roce_icrc_result roce_icrc_verify(struct roce_ipudp *f, const uint8_t *roce, size_t len)
+enum roce_icrc_result roce_icrc_verify_gap(struct roce_ipudp *f, const uint8_t *roce, size_t len,
+					   const struct roce_pkt_gap *gap)
 {
 	uint32_t crc, wire;
 	uint16_t d;
 
-	if (len < ROCE_ICRC_LEN || !icrc(f, roce, len - ROCE_ICRC_LEN, &crc))
+	if (len < ROCE_ICRC_LEN || !icrc_gap(f, roce, len - ROCE_ICRC_LEN, gap, &crc))
 		return ROCE_ICRC_BAD;
 	len -= ROCE_ICRC_LEN;
 	wire = get_le32(roce + len);
@@ -292,6 +318,13 @@ enum roce_icrc_result roce_icrc_verify(struct roce_ipudp *f, const uint8_t *roce
 		return ROCE_ICRC_BAD;
 	f->ip_id ^= d;
 	return ROCE_ICRC_OK_ID;
+}
+
+enum roce_icrc_result roce_icrc_verify(struct roce_ipudp *f, const uint8_t *roce, size_t len)
+{
+	static const struct roce_pkt_gap none;
+
+	return roce_icrc_verify_gap(f, roce, len, &none);
 }
 
 const char *roce_icrc_backend(void)

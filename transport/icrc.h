@@ -37,6 +37,8 @@
 
 #include "transport/ipudp.h"
 
+struct roce_pkt_gap; /* transport/wire.h */
+
 /*
  * The ICRC value of a RoCEv2 packet whose IP/UDP headers are @f and whose
  * bytes from the BTH up to (not including) the ICRC are @roce[0..@len).
@@ -78,6 +80,14 @@ enum roce_icrc_result {
  * recovery adds at most about a thousand GF(2) shift-and-xor steps to the CRC.
  */
 enum roce_icrc_result roce_icrc_verify(struct roce_ipudp *f, const uint8_t *roce, size_t len);
+
+/*
+ * roce_icrc_verify() of a packet whose bytes [gap->off, gap->off + gap->len) are at gap->src,
+ * not in @roce (transport/wire.h: struct roce_pkt_gap; gap->len 0: none). ROCE_ICRC_BAD also
+ * for a gap that is not after the BTH and before the ICRC.
+ */
+enum roce_icrc_result roce_icrc_verify_gap(struct roce_ipudp *f, const uint8_t *roce, size_t len,
+					   const struct roce_pkt_gap *gap);
 
 /* The CRC-32 library in use, as the CMake option UROCE_CRC32 names it: "isal" or "zlib". */
 const char *roce_icrc_backend(void);

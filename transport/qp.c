@@ -260,6 +260,16 @@ void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const stru
 		roce_resp_recv(qp, pkt, ip, now);
 }
 
+bool roce_qp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_t total,
+		   struct roce_steer *plan)
+{
+	if (!receiving(qp) || (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC))
+		return false;
+	if ((bth[0] & 0x1F) == ROCE_OP_READ_RESP_MIDDLE)
+		return qp->type == IBV_QPT_RC && roce_comp_steer(qp, bth, seg, total, plan);
+	return roce_resp_steer(qp, bth, seg, total, plan);
+}
+
 size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now)
 {
 	return roce_qp_write_pkt_gap(qp, buf, dest, now, NULL);
@@ -376,7 +386,8 @@ enum roce_mem_err roce_sgl_copy(struct roce_qp *qp, const struct ibv_sge *sge, u
 				 &err);
 		if (!p)
 			return err;
-		if (to_sgl)
+		/* A payload received straight into place (roce_qp_steer) is there already. */
+		if (to_sgl && p != buf)
 			memcpy(p, buf, n);
 		else
 			memcpy(buf, p, n);

@@ -285,6 +285,25 @@ void roce_qp_read_pkt(struct roce_qp *qp, const struct roce_pkt *pkt, const stru
 		      uint64_t now);
 
 /*
+ * A receive straight into place: the UDP datagram of @total bytes in GRO segments of @seg
+ * bytes whose first packet's BTH is @bth (ROCE_BTH_LEN bytes) is for this QP. If its packets
+ * are likely the MIDDLE packets that continue the RDMA WRITE in progress (the one the responder
+ * expects next first), or the MIDDLE responses of the RDMA READ the completer works on (into a
+ * READ's one scatter entry), fill @plan (wire.h: struct roce_steer) with where each whole
+ * segment's payload would be placed and return true; the owner may then receive the payloads
+ * there and pass each packet that roce_steer_fits() with a gap (struct roce_pkt_gap) over its
+ * payload: roce_qp_read_pkt() places nothing that is in place already. False when no packet
+ * would go to memory (another operation, a state that takes none, a key that refuses) and for
+ * the packet that ends the WRITE or READ, which is always placed by the core itself: programs
+ * poll a buffer's last byte, and it must be written last and only with the byte the message
+ * carries. Bytes steered for packets that then fail a check land only where the message in
+ * progress writes: its target is undefined until it completes (IBA 9.4.3.1, o9-22 for RDMA
+ * WRITE; a READ's local buffer until its completion) and a correct packet writes them again.
+ */
+bool roce_qp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_t total,
+		   struct roce_steer *plan);
+
+/*
  * The next packet to transmit, written into @buf (at least ROCE_PKT_MAX bytes) as BTH ..
  * payload, pad and 4 bytes for the ICRC, which the caller fills once it knows the IP and UDP
  * headers. Sets @dest. Returns the length, or 0 when nothing is ready. Completions of UD and UC

@@ -100,6 +100,11 @@ void roce_comp_arm(struct roce_qp *qp, uint64_t now);
 void roce_resp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, const struct roce_ipudp *ip,
 		    uint64_t now);
 size_t roce_resp_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest);
+/* roce_qp_steer() of an RC or UC QP that receives: WRITE requests, READ responses. */
+bool roce_resp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_t total,
+		     struct roce_steer *plan);
+bool roce_comp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_t total,
+		     struct roce_steer *plan);
 /* Pending responder output that goes out even in the Error state (a final NAK). */
 bool roce_resp_has_output(const struct roce_qp *qp);
 

@@ -450,7 +450,8 @@ static enum resp_step execute(struct roce_qp *qp, struct resp_ctx *c)
 			qp->resp.write_left = pkt->reth.len;
 			qp->resp.write_len = pkt->reth.len;
 		}
-		if (pkt->payload_len)
+		/* A payload received straight into place (roce_qp_steer) is there already. */
+		if (pkt->payload_len && pkt->payload != c->host)
 			roce_place(c->host, pkt->payload, pkt->payload_len);
 		qp->resp.write_va += pkt->payload_len;
 		qp->resp.write_left -= pkt->payload_len;
@@ -530,6 +531,46 @@ static void fatal_nak(struct roce_qp *qp, const struct resp_ctx *c, enum roce_na
 	qp->resp.state = ROCE_RESP_ERROR;
 	qp->env->event(qp->ctx, event);
 	roce_qp_fatal(qp);
+}
+
+bool roce_resp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_t total,
+		     struct roce_steer *plan)
+{
+	uint8_t opcode = (uint8_t)(roce_qp_tr(qp) | ROCE_OP_WRITE_MIDDLE);
+	enum roce_mem_err err = ROCE_MEM_OK;
+	uint32_t count;
+	uint8_t *at;
+
+	/*
+	 * The MIDDLE packets the responder expects next, each a whole segment of the datagram.
+	 * All but the one that ends the WRITE: (write_left - 1) / mtu of them at most.
+	 */
+	if (qp->resp.state != ROCE_RESP_IN_WRITE || bth[0] != opcode ||
+	    roce_get24(bth + 9) != qp->resp.psn || seg != ROCE_BTH_LEN + qp->mtu + ROCE_ICRC_LEN ||
+	    !qp->resp.write_left)
+		return false;
+	count = (uint32_t)(total / seg);
+	if (count > (qp->resp.write_left - 1) / qp->mtu)
+		count = (qp->resp.write_left - 1) / qp->mtu;
+	if (count > ROCE_STEER_MAX)
+		count = ROCE_STEER_MAX;
+	if (!count)
+		return false;
+	/* The check check_rkey makes of each of these packets, for all of them at once. */
+	at = qp->env->mem(qp->ctx, qp->resp.write_rkey, true, qp->resp.write_va,
+			  (uint64_t)count * qp->mtu, IBV_ACCESS_REMOTE_WRITE, &err);
+	if (!at)
+		return false;
+	*plan = (struct roce_steer){
+		.at = at,
+		.qpn = qp->qpn,
+		.psn = qp->resp.psn,
+		.pmtu = qp->mtu,
+		.hdr_len = ROCE_BTH_LEN,
+		.opcode = opcode,
+		.count = (uint8_t)count,
+	};
+	return true;
 }
 
 void roce_resp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, const struct roce_ipudp *ip,

@@ -140,6 +140,35 @@ bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg)
 	return op->flags & (ROCE_OPF_FIRST | ROCE_OPF_MIDDLE);
 }
 
+void roce_pkt_gap_fill(uint8_t *pkt, const struct roce_pkt_gap *gap)
+{
+	if (gap->len)
+		memcpy(pkt + gap->off, gap->src, gap->len);
+}
+
+bool roce_steer_fits(const struct roce_steer *plan, const uint8_t *pkt, size_t len, unsigned int k)
+{
+	return len == (size_t)plan->hdr_len + plan->pmtu + ROCE_ICRC_LEN &&
+	       pkt[0] == plan->opcode && !(pkt[1] & 0x3F) /* PadCnt 0, TVer 0 */ &&
+	       roce_get24(pkt + 5) == plan->qpn &&
+	       roce_get24(pkt + 9) == roce_psn_add(plan->psn, k);
+}
+
+bool roce_datagram_steerable(const uint8_t *data, size_t len, uint16_t seg)
+{
+	const struct roce_opcode_info *op;
+	enum roce_transport tr;
+
+	if (!seg || len <= seg)
+		return false;
+	op = roce_opcode(data[0]);
+	tr = roce_opcode_transport(data[0]);
+	return (tr == ROCE_TR_RC || tr == ROCE_TR_UC) &&
+	       (op->flags & (ROCE_OPF_WRITE | ROCE_OPF_READ)) && (op->flags & ROCE_OPF_PAYLOAD) &&
+	       (op->flags & (ROCE_OPF_FIRST | ROCE_OPF_MIDDLE)) &&
+	       roce_datagram_continues(data, len, seg);
+}
+
 /*
  * Whether the packet of @len bytes at @p is an RC ACK that acknowledges (the AETH and ICRC
  * included). Not a NAK: one may fail the QP, and the requests ahead of it must reach the
@@ -472,10 +501,4 @@ size_t roce_encode(uint8_t *buf, size_t cap, const struct roce_pkt *pkt)
 	encode_bth(buf, &pkt->bth, (uint8_t)pad);
 	encode_ext(buf + ROCE_BTH_LEN, info->hdrs, pkt);
 	return total;
-}
-
-void roce_pkt_gap_fill(uint8_t *pkt, const struct roce_pkt_gap *gap)
-{
-	if (gap->len)
-		memcpy(pkt + gap->off, gap->src, gap->len);
 }

@@ -170,11 +170,12 @@ const struct roce_opcode_info *roce_opcode(uint8_t opcode);
 bool roce_datagram_continues(const uint8_t *data, size_t len, uint16_t seg);
 
 /*
- * A packet whose payload stayed in the sender's memory (transport/qp.h: roce_qp_write_pkt_gap):
- * bytes [@off, @off + @len) of the packet are the @len bytes at @src, and the packet's buffer
- * holds all the others at their places (its own bytes in the gap are not the packet's). A
- * sender gathers the pieces as it sends, with no copy of the payload. @len 0: no gap, the
- * buffer holds the whole packet.
+ * A packet whose payload is not in its buffer: bytes [@off, @off + @len) of the packet are the
+ * @len bytes at @src, and the packet's buffer holds all the others at their places (its own
+ * bytes in the gap are not the packet's). A sender leaves the payload in the application's
+ * memory and gathers the pieces as it sends (transport/qp.h: roce_qp_write_pkt_gap); a receive
+ * that steers each payload straight to where the responder places it (struct roce_steer)
+ * leaves such gaps too. @len 0: no gap, the buffer holds the whole packet.
  */
 struct roce_pkt_gap {
 	const uint8_t *src;
@@ -184,6 +185,44 @@ struct roce_pkt_gap {
 
 /* Copy the bytes of @gap into the packet @pkt, which then holds all of itself. */
 void roce_pkt_gap_fill(uint8_t *pkt, const struct roce_pkt_gap *gap);
+
+/*
+ * A receive steered into place (transport/qp.h: roce_qp_steer): the UDP GRO segments
+ * [0, @count) of a datagram, each of @hdr_len + @pmtu + ROCE_ICRC_LEN bytes, are expected to be
+ * packets of opcode @opcode to QP @qpn with PSNs @psn, @psn + 1, ..., each carrying @pmtu
+ * bytes of payload (no pad) that the responder would place at @at + k * @pmtu for packet k.
+ * The receiver gathers each payload there, and checks each packet with roce_steer_fits()
+ * before it hands it on with the gap (a packet that does not fit gets its payload back into
+ * its buffer: roce_pkt_gap_fill).
+ */
+struct roce_steer {
+	uint8_t *at;
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t pmtu;
+	uint16_t hdr_len;
+	uint8_t opcode;
+	uint8_t count;
+};
+
+/* The most packets one steered receive takes: a UDP datagram's worth of 256-byte payloads. */
+#define ROCE_STEER_MAX 255u
+
+/*
+ * Whether the packet of @len bytes at @pkt is packet @k of @plan as expected: its length,
+ * opcode, no pad, transport version 0, QP and PSN. Only the BTH is read.
+ */
+bool roce_steer_fits(const struct roce_steer *plan, const uint8_t *pkt, size_t len, unsigned int k);
+
+/*
+ * Whether a UDP datagram of @len bytes at @data in GRO segments of @seg bytes (0: one packet)
+ * looks like part of a stream a steered receive could take next: more than one packet, and
+ * its first is the FIRST or a MIDDLE packet of an RC or UC RDMA WRITE or of an RDMA READ's
+ * responses, and its message goes on
+ * (roce_datagram_continues). A guess that saves looking at the next datagram's headers when
+ * it would not be steered; only BTH opcodes are read.
+ */
+bool roce_datagram_steerable(const uint8_t *data, size_t len, uint16_t seg);
 
 /*
  * A responder's ACK and the requests its QP sends next. An RNIC sends the ACK of a request as

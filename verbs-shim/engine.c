@@ -148,6 +148,7 @@ static void log_totals(void)
 static const struct uroce_net_ops net_ops = {
 	.recv = uroce_engine_on_recv,
 	.recv_end = uroce_engine_on_recv_end,
+	.steer = uroce_engine_on_steer,
 	.batch_end = uroce_engine_on_batch_end,
 	.polling_ended = uroce_engine_flush_held,
 	.unreachable = uroce_engine_on_unreachable,

@@ -53,6 +53,9 @@ void uroce_engine_on_timer(struct uroce_timer *t, uint64_t now);
  */
 void uroce_engine_on_recv(void *arg, const struct uroce_rx *rx);
 void uroce_engine_on_recv_end(void *arg);
+/* struct uroce_net_ops steer: the QP's plan (transport/qp.h: roce_qp_steer), QP kept locked. */
+bool uroce_engine_on_steer(void *arg, const uint8_t *bth, uint16_t seg, size_t total,
+			   struct roce_steer *plan);
 void uroce_engine_on_batch_end(void *arg);
 void uroce_engine_on_unreachable(void *arg, const uint8_t gid[16], int err);
 

@@ -131,6 +131,14 @@ void uroce_engine_on_recv(void *arg, const struct uroce_rx *rx)
 		atomic_fetch_add(&uroce_engine_drops.bad_icrc, 1);
 		return;
 	}
+	/* The fabric steers only whole payloads (progress.h: steer). */
+	if (rx->gap.len) {
+		if (rx->gap.off != pkt.info->hdr_len || rx->gap.len != pkt.payload_len) {
+			atomic_fetch_add(&uroce_engine_drops.malformed, 1);
+			return;
+		}
+		pkt.payload = rx->gap.src;
+	}
 	if (pkt.bth.dqpn == ROCE_GSI_QPN) {
 		rx_qp_release(); /* the CM's handler may modify a QP */
 		mad_received = atomic_load(&uroce_engine_up.mad_received);
@@ -144,6 +152,23 @@ void uroce_engine_on_recv(void *arg, const struct uroce_rx *rx)
 	}
 	if (!deliver_to(pkt.bth.dqpn, &pkt, &rx->ip, rx->now))
 		atomic_fetch_add(&uroce_engine_drops.no_qp, 1);
+}
+
+/*
+ * The QP keeps its lock, as rx_qp, from the plan to the datagram's end: the memory it names
+ * stays registered (ibv_dereg_mr waits for each QP's lock: uroce_engine_quiesce) while the
+ * kernel writes into it.
+ */
+bool uroce_engine_on_steer(void *arg, const uint8_t *bth, uint16_t seg, size_t total,
+			   struct roce_steer *plan)
+{
+	struct uroce_qp *qp = rx_qp_take(roce_get24(bth + 5));
+
+	(void)arg;
+	if (qp && roce_qp_steer(&qp->core, bth, seg, total, plan))
+		return true;
+	rx_qp_release();
+	return false;
 }
 
 /*

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fabric/net.h"
+#include "fabric/udp.h"
 #include "verbs-shim/engine.h"
 #include "verbs-shim/engine_int.h"
 
@@ -51,9 +52,18 @@ static void rearm(struct uroce_qp *qp)
 
 /*
  * Packets the core produced for one destination, sent as one train (uroce_net_send_train: runs
- * of equal length leave as one UDP GSO send). One per thread, allocated on first use.
+ * of equal length leave as UDP GSO sends, each a datagram of at most UROCE_UDP_GSO_MAX bytes and
+ * UROCE_UDP_GSO_SEGS packets). A train that has TRAIN_FLUSH bytes leaves where one of its
+ * datagrams is full, so that a stream's datagrams are all full but the last of each message: a
+ * receiver takes a full one straight into place (fabric/progress_steer.c), and a train cut
+ * anywhere else would leave a datagram of a few packets at every cut. One per thread, allocated
+ * on first use.
  */
-enum { TRAIN_PKTS = 64, TRAIN_BYTES = 65536 + ROCE_PKT_MAX };
+enum {
+	TRAIN_PKTS = 3 * UROCE_UDP_GSO_SEGS,
+	TRAIN_FLUSH = 2 * 65536,
+	TRAIN_BYTES = TRAIN_FLUSH + UROCE_UDP_GSO_MAX + ROCE_PKT_MAX,
+};
 
 struct train {
 	uint8_t buf[TRAIN_BYTES];
@@ -139,8 +149,8 @@ void uroce_engine_drain(struct uroce_qp *qp, uint64_t now)
 	struct path_cache paths = {0};
 	struct roce_ipudp f, next;
 	struct roce_dest dest;
-	unsigned int n = 0;
-	size_t off = 0, len;
+	unsigned int n = 0, dgram_k = 0;
+	size_t off = 0, len, dgram_len = 0, dgram_bytes = 0;
 
 	atomic_store_explicit(&qp->drain_due, false, memory_order_relaxed);
 	if (!uroce_net_on_timer_thread(uroce_engine_ep))
@@ -165,6 +175,24 @@ void uroce_engine_drain(struct uroce_qp *qp, uint64_t now)
 			t->gaps[0] = t->gaps[n];
 			off = 0;
 			n = 0;
+		}
+		/* Whether the packet joins the train's last datagram (net_tx.c: gso_run). */
+		if (n && len == dgram_len && dgram_k < UROCE_UDP_GSO_SEGS &&
+		    dgram_bytes + len <= UROCE_UDP_GSO_MAX) {
+			dgram_k++;
+			dgram_bytes += len;
+		} else {
+			if (n && off >= TRAIN_FLUSH) {
+				uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, t->gaps,
+						     n);
+				memmove(t->buf, t->buf + off, len);
+				t->gaps[0] = t->gaps[n];
+				off = 0;
+				n = 0;
+			}
+			dgram_len = len;
+			dgram_k = 1;
+			dgram_bytes = len;
 		}
 		f = next;
 		t->lens[n++] = (uint16_t)len;

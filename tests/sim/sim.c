@@ -696,19 +696,56 @@ static void pump(struct sim_qp *qp)
 	}
 }
 
+/* Host @h's live QP @qpn, or NULL. */
+static struct sim_qp *qp_of(struct sim *s, const struct sim_host *h, uint32_t qpn)
+{
+	struct sim_qp *qp = NULL;
+
+	for (uint32_t i = 0; i < s->nqps; i++)
+		if (s->qp[i]->host == h && s->qp[i]->core.qpn == qpn && !s->qp[i]->destroyed)
+			qp = s->qp[i];
+	return qp;
+}
+
+/*
+ * Every other packet a QP would have received straight into place (transport/qp.h:
+ * roce_qp_steer) is, as the engine's steered receive does (fabric/progress_steer.c): its payload
+ * goes to the plan's memory before the ICRC is checked, the packet's buffer never holds it, and
+ * the packet goes on with a gap over its payload. A corrupted packet so leaves its bytes in the
+ * WRITE's target, which a correct copy must write again. Returns the gap (len 0: none).
+ */
+static struct roce_pkt_gap steer(struct sim *s, struct sim_qp *qp, struct sim_pkt *p)
+{
+	struct roce_steer plan;
+
+	if (!qp || p->len < ROCE_BTH_LEN || !(s->stats.delivered & 1) ||
+	    !roce_qp_steer(&qp->core, p->data, (uint16_t)p->len, p->len, &plan) ||
+	    !roce_steer_fits(&plan, p->data, p->len, 0))
+		return (struct roce_pkt_gap){0};
+	s->stats.steered++;
+	memcpy(plan.at, p->data + plan.hdr_len, plan.pmtu);
+	memset(p->data + plan.hdr_len, 0xA5, plan.pmtu);
+	return (struct roce_pkt_gap){
+		.src = plan.at, .off = plan.hdr_len, .len = (uint16_t)plan.pmtu};
+}
+
 static void deliver(struct sim *s, struct sim_pkt *p)
 {
 	struct sim_host *h = p->to;
 	struct roce_pkt pkt;
 	struct sim_qp *qp = NULL;
+	struct roce_pkt_gap gap;
 
 	if (h->down) {
 		s->stats.host_down++;
 		trace_pkt(s, "host-down", NULL, h, p->data, p->len);
 		return;
 	}
+	if (p->len >= ROCE_BTH_LEN)
+		qp = qp_of(s, h, roce_get24(p->data + 5));
+	gap = steer(s, qp, p);
 	/* The harness sent with IP ID 0: only a direct match is good (full CRC-32 strength). */
-	if (roce_icrc_verify(&p->ip, p->data, p->len) != ROCE_ICRC_OK) {
+	if (roce_icrc_verify_gap(&p->ip, p->data, p->len, &gap) != ROCE_ICRC_OK) {
 		s->stats.bad_icrc++;
 		trace_pkt(s, "bad-icrc", NULL, h, p->data, p->len);
 		return;
@@ -717,10 +754,8 @@ static void deliver(struct sim *s, struct sim_pkt *p)
 		s->stats.malformed++;
 		return;
 	}
-	for (uint32_t i = 0; i < s->nqps; i++)
-		if (s->qp[i]->host == h && s->qp[i]->core.qpn == pkt.bth.dqpn &&
-		    !s->qp[i]->destroyed)
-			qp = s->qp[i];
+	if (gap.len)
+		pkt.payload = gap.src;
 	if (!qp) {
 		s->stats.no_qp++;
 		trace_pkt(s, "no-qp", NULL, h, p->data, p->len);

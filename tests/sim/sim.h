@@ -153,7 +153,8 @@ struct sim_stats {
 	uint64_t sent, delivered, lost, duplicated, corrupted, reordered;
 	uint64_t bad_icrc, malformed, no_qp, host_down;
 	uint64_t steps;
-	uint64_t gapped; /* sent with the payload left in the sender's memory (qp.h) */
+	uint64_t gapped;  /* sent with the payload left in the sender's memory (qp.h) */
+	uint64_t steered; /* received with the payload straight into place (qp.h) */
 };
 
 /* Called for each packet leaving a QP, after its ICRC: return false to lose it. */

@@ -329,6 +329,116 @@ Test(sim_rc, payloads_left_in_memory_arrive_whole)
 	cr_assert_eq(p.s->stats.bad_icrc, 0);
 }
 
+/*
+ * Payloads received straight into place (sim.c: steer takes every other packet that
+ * roce_qp_steer plans for): four 64 KiB WRITEs (or READs) of 64 packets each arrive whole, the
+ * packet that ends each placed by the core itself, and nothing beyond the messages is written.
+ * On a wire that corrupts one packet in twenty, the bad payloads of steered packets land in
+ * the message's target before their ICRC fails, and the copies sent again write them over.
+ */
+static void into_place(enum ibv_wr_opcode op, uint32_t corrupt_ppm)
+{
+	struct sim_wire_cfg w = {.delay_ns = 2000, .corrupt_ppm = corrupt_ppm};
+	struct sim_conn c = sim_conn_default();
+	const uint32_t len = 65536;
+	uint8_t *from, *to;
+
+	c.mtu = IBV_MTU_1024;
+	sim_pair_init(&p, IBV_QPT_RC, &c, &w, 12, 5 * len);
+	from = op == IBV_WR_RDMA_READ ? p.bbuf : p.abuf;
+	to = op == IBV_WR_RDMA_READ ? p.abuf : p.bbuf;
+	sim_fill(from, 4 * len, 12);
+	for (uint32_t i = 0; i < 4; i++)
+		cr_assert_eq(sim_send(p.a, i, op, p.abuf + i * len, len, p.akey,
+				      (uintptr_t)p.bbuf + i * len, p.bkey, IBV_SEND_SIGNALED),
+			     0);
+	run_idle();
+	for (uint32_t i = 0; i < 4; i++)
+		cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_SUCCESS);
+	cr_assert_eq(memcmp(to, from, 4 * len), 0, "a message's bytes differ");
+	cr_assert_eq(to[4 * len], 0, "written past the last message");
+	cr_assert_gt(p.s->stats.steered, 4 * 16, "few payloads were steered");
+}
+
+Test(sim_rc, writes_received_into_place_arrive_whole)
+{
+	into_place(IBV_WR_RDMA_WRITE, 0);
+	cr_assert_eq(p.s->stats.corrupted + p.s->stats.bad_icrc, 0);
+}
+
+Test(sim_rc, corrupted_payloads_received_into_place_are_written_again)
+{
+	into_place(IBV_WR_RDMA_WRITE, 50000);
+	cr_assert_gt(p.s->stats.bad_icrc, 0, "nothing was corrupted");
+	cr_assert_gt(p.a->core.counters.retransmits, 0);
+}
+
+Test(sim_rc, reads_received_into_place_arrive_whole)
+{
+	into_place(IBV_WR_RDMA_READ, 0);
+	cr_assert_eq(p.s->stats.corrupted + p.s->stats.bad_icrc, 0);
+}
+
+Test(sim_rc, corrupted_read_responses_received_into_place_are_taken_again)
+{
+	into_place(IBV_WR_RDMA_READ, 50000);
+	cr_assert_gt(p.s->stats.bad_icrc, 0, "nothing was corrupted");
+}
+
+/* Only the first packet of each message leaves (sim filter). */
+static bool only_first(void *arg, const struct sim_qp *from, const struct roce_pkt *pkt)
+{
+	(void)arg;
+	(void)from;
+	return pkt->info->flags & (ROCE_OPF_FIRST | ROCE_OPF_ONLY);
+}
+
+/*
+ * roce_qp_steer plans the MIDDLE packets the responder expects next, in the memory the WRITE's
+ * RETH named, never the packet that ends the WRITE, and nothing for a packet it does not
+ * expect: a 4-packet WRITE whose FIRST alone arrived gets a plan for 2 packets at most.
+ */
+Test(sim_rc, steer_plans_the_middle_packets_expected_next)
+{
+	struct sim_conn c = sim_conn_default();
+	const uint16_t seg = ROCE_BTH_LEN + 1024 + ROCE_ICRC_LEN;
+	uint8_t bth[ROCE_BTH_LEN] = {ROCE_TR_RC | ROCE_OP_WRITE_MIDDLE, 0, 0xFF, 0xFF};
+	struct roce_steer plan;
+	uint32_t psn;
+
+	c.mtu = IBV_MTU_1024;
+	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 13, 1 << 16);
+	p.s->filter = only_first;
+	psn = p.a->core.req.psn;
+	cr_assert_eq(sim_send(p.a, 1, IBV_WR_RDMA_WRITE, p.abuf, 4 * 1024, p.akey,
+			      (uintptr_t)p.bbuf + 100, p.bkey, IBV_SEND_SIGNALED),
+		     0);
+	sim_run(p.s, p.s->now + 50000);
+	roce_put24(bth + 5, p.b->core.qpn);
+	roce_put24(bth + 9, roce_psn_add(psn, 1));
+	cr_assert(roce_qp_steer(&p.b->core, bth, seg, 3 * (size_t)seg, &plan));
+	cr_assert_eq(plan.at, p.bbuf + 100 + 1024);
+	cr_assert_eq(plan.count, 2, "%u packets planned: the LAST is one", plan.count);
+	cr_assert_eq(plan.psn, roce_psn_add(psn, 1));
+	cr_assert_eq(plan.qpn, p.b->core.qpn);
+	cr_assert_eq(plan.pmtu, 1024);
+	cr_assert_eq(plan.hdr_len, ROCE_BTH_LEN);
+	cr_assert_eq(plan.opcode, ROCE_TR_RC | ROCE_OP_WRITE_MIDDLE);
+	cr_assert(roce_qp_steer(&p.b->core, bth, seg, seg + 100, &plan));
+	cr_assert_eq(plan.count, 1, "the whole segments only");
+	cr_assert_not(roce_qp_steer(&p.b->core, bth, seg, seg - 4, &plan), "no whole segment");
+	cr_assert_not(roce_qp_steer(&p.b->core, bth, seg - 4, 3 * (size_t)seg, &plan),
+		      "segments of another length");
+	roce_put24(bth + 9, roce_psn_add(psn, 2));
+	cr_assert_not(roce_qp_steer(&p.b->core, bth, seg, 3 * (size_t)seg, &plan),
+		      "not the PSN expected");
+	roce_put24(bth + 9, roce_psn_add(psn, 1));
+	bth[0] = ROCE_TR_RC | ROCE_OP_WRITE_LAST;
+	cr_assert_not(roce_qp_steer(&p.b->core, bth, seg, 3 * (size_t)seg, &plan));
+	bth[0] = ROCE_TR_RC | ROCE_OP_SEND_MIDDLE;
+	cr_assert_not(roce_qp_steer(&p.b->core, bth, seg, 3 * (size_t)seg, &plan));
+}
+
 Test(sim_rc, inline_and_scatter_gather)
 {
 	uint8_t src[40];
