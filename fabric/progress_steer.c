@@ -27,11 +27,11 @@ struct steer_rx {
 	uint8_t *buf; /* UROCE_UDP_RECV_MAX bytes: the datagram, less the steered payloads */
 	struct iovec iov[3 * ROCE_STEER_MAX + 1];
 	struct roce_pkt_gap gaps[ROCE_STEER_MAX];
+	struct sockaddr_storage name;
 	union {
-		struct cmsghdr align;
+		struct cmsghdr align; /* a flexible array member: last */
 		char buf[UROCE_UDP_CONTROL_LEN];
 	} control;
-	struct sockaddr_storage name;
 };
 
 struct steer_rx *progress_steer_new(void)
