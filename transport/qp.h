@@ -318,8 +318,10 @@ size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *des
  * holds the whole packet (any other packet). gap->src is valid until the next call on the QP
  * (its owner sends the packet before): the application may not change or free those bytes
  * before the request's completion, which comes after the ACK. A UD or UC send completes as
- * it leaves, so its payload is always copied.
+ * it leaves, so its payload is always copied; so is one of fewer than ROCE_GAP_MIN bytes,
+ * which costs the kernel more as a piece of its own than the copy costs.
  */
+#define ROCE_GAP_MIN 1024u
 size_t roce_qp_write_pkt_gap(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now,
 			     struct roce_pkt_gap *gap);
 

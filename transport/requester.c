@@ -211,7 +211,8 @@ static size_t build(struct roce_qp *qp, struct roce_send_wqe *wqe, uint8_t *buf,
 
 		/* Not UD or UC: their completion lets the application reuse the bytes before the
 		 * owner sends them (qp.h). */
-		if (gap && !wqe->is_inline && roce_qp_reliable(qp))
+		if (gap && !wqe->is_inline && roce_qp_reliable(qp) &&
+		    pkt.payload_len >= ROCE_GAP_MIN)
 			src = roce_sgl_ref(qp, roce_send_wqe_sge(wqe), wqe->num_sge, off,
 					   pkt.payload_len);
 		if (src)

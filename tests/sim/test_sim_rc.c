@@ -298,8 +298,9 @@ Test(sim_rc, sig_all_signals_every_wr)
 /*
  * A request's payload that lies in one entry of the gather list stays in memory until it is
  * sent (roce_qp_write_pkt_gap; the harness takes every other packet so, spoils the room the
- * core left and computes the ICRC over the gap's bytes); one that spans two entries is copied.
- * With a 256-byte MTU, entries of 300 and 700 bytes make packets of both kinds.
+ * core left and computes the ICRC over the gap's bytes); one that spans two entries is copied,
+ * as is one of fewer than ROCE_GAP_MIN bytes. With a 1024-byte MTU, entries of 3000 and 5000
+ * bytes make packets of all three kinds.
  */
 Test(sim_rc, payloads_left_in_memory_arrive_whole)
 {
@@ -311,11 +312,11 @@ Test(sim_rc, payloads_left_in_memory_arrive_whole)
 				 .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED};
 
-	c.mtu = IBV_MTU_256;
+	c.mtu = IBV_MTU_1024;
 	sim_pair_init(&p, IBV_QPT_RC, &c, NULL, 11, 1 << 16);
-	sim_fill(p.abuf, 4096, 9);
-	sge[0] = (struct ibv_sge){.addr = (uintptr_t)p.abuf, .length = 300, .lkey = p.akey};
-	sge[1] = (struct ibv_sge){.addr = (uintptr_t)p.abuf + 1000, .length = 700, .lkey = p.akey};
+	sim_fill(p.abuf, 16384, 9);
+	sge[0] = (struct ibv_sge){.addr = (uintptr_t)p.abuf, .length = 3000, .lkey = p.akey};
+	sge[1] = (struct ibv_sge){.addr = (uintptr_t)p.abuf + 4000, .length = 5000, .lkey = p.akey};
 	wr.wr.rdma.remote_addr = (uintptr_t)p.bbuf;
 	wr.wr.rdma.rkey = p.bkey;
 	for (int i = 0; i < 4; i++)
@@ -323,8 +324,8 @@ Test(sim_rc, payloads_left_in_memory_arrive_whole)
 	run_idle();
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(sim_expect_wc(p.a_scq).status, IBV_WC_SUCCESS);
-	cr_assert_eq(memcmp(p.bbuf, p.abuf, 300), 0);
-	cr_assert_eq(memcmp(p.bbuf + 300, p.abuf + 1000, 700), 0);
+	cr_assert_eq(memcmp(p.bbuf, p.abuf, 3000), 0);
+	cr_assert_eq(memcmp(p.bbuf + 3000, p.abuf + 4000, 5000), 0);
 	cr_assert_gt(p.s->stats.gapped, 0, "no payload was left in memory");
 	cr_assert_eq(p.s->stats.bad_icrc, 0);
 }
