@@ -204,12 +204,12 @@ static unsigned int hand_out_stream(struct uroce_progress *p, unsigned int slot,
 		bool more = hand_out(p, slot, n, now);
 
 		total += (unsigned int)n;
-		if ((unsigned int)n < want || (want == 1 && !more) || round == RX_ROUNDS ||
-		    atomic_load_explicit(&p->rx_wanted, memory_order_relaxed))
+		if ((unsigned int)n < want || (want == 1 && !more && !s->steer_next) ||
+		    round == RX_ROUNDS || atomic_load_explicit(&p->rx_wanted, memory_order_relaxed))
 			return total;
-		want = RX_BATCH;
 		if (progress_steer_stream(p, slot, now, &total))
 			return total;
+		want = s->steer_next ? 1 : RX_BATCH;
 		n = receive(s, p->direct, want);
 		if (!n)
 			return total;
@@ -219,14 +219,14 @@ static unsigned int hand_out_stream(struct uroce_progress *p, unsigned int slot,
 /*
  * A socket found empty by its last receive is asked for one datagram first. In a ping-pong the
  * next one comes only after the answer, and asking for RX_BATCH would cost each hop the
- * kernel's try at a second datagram (docs/PERFORMANCE.md). So is one whose last datagram was
- * steered (progress_steer.c): the first datagram of a WRITE stream's next message (with its
- * RETH) is not, but the datagrams behind it are. A socket that had datagrams at its last
- * receive (a stream) is asked for RX_BATCH.
+ * kernel's try at a second datagram (docs/PERFORMANCE.md). So is a socket amid a stream to
+ * steer (progress_steer.c), whose datagrams behind the one at hand are to be steered: the
+ * first datagram of a WRITE's next message (with its RETH), or an ACK between a stream's
+ * datagrams. A socket that had datagrams at its last receive (a stream) is asked for RX_BATCH.
  */
 static unsigned int first_want(const struct udp_slot *s)
 {
-	return s->drained || s->steered_last ? 1 : RX_BATCH;
+	return s->drained || s->steered_last || s->steer_next ? 1 : RX_BATCH;
 }
 
 unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, uint64_t now)

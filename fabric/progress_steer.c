@@ -130,6 +130,12 @@ static unsigned int check(struct steer_rx *st, const struct roce_steer *plan, ui
 
 void progress_steer_next(struct udp_slot *s, const uint8_t *data, size_t len, uint16_t seg)
 {
+	/*
+	 * One packet without payload (an ACK) leaves the guess as it was: in streams both ways
+	 * the peer's ACKs come between the datagrams of its WRITEs.
+	 */
+	if ((!seg || len <= seg) && len && !(roce_opcode(data[0])->flags & ROCE_OPF_PAYLOAD))
+		return;
 	if (!roce_datagram_steerable(data, len, seg))
 		s->steer_next = false;
 	else if (s->steer_skip)
@@ -159,9 +165,11 @@ static int receive_steered(struct uroce_progress *p, unsigned int slot, uint64_t
 		s->drained = total == 0;
 		return total == 0 ? 0 : -1;
 	}
+	/* One packet (an ACK between the datagrams of a stream): received as usual. */
 	if ((size_t)total < PEEK_LEN || (size_t)total > UROCE_UDP_RECV_MAX || !seg ||
-	    (size_t)total <= seg || !p->ops->steer ||
-	    !p->ops->steer(p->arg, head, seg, (size_t)total, &plan)) {
+	    (size_t)total <= seg)
+		return -1;
+	if (!p->ops->steer || !p->ops->steer(p->arg, head, seg, (size_t)total, &plan)) {
 		s->steer_next = false;
 		s->steer_skip = STEER_SKIP;
 		return -1;

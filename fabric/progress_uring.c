@@ -8,8 +8,9 @@
  * A socket whose datagrams continue an RDMA WRITE goes into stream mode: its multishot receive
  * is cancelled, a poll tells when the socket has more, and this thread receives with recvmsg
  * (progress_receive_slot), each datagram of a WRITE straight into place (progress_steer.c).
- * Stream mode lasts while each turn at the socket steers a datagram: across the messages of a
- * stream (whose first datagram, with the RETH, is not steered). Only with DEFER_TASKRUN, under
+ * Stream mode lasts while each turn at the socket steers a datagram or ends amid a stream:
+ * across the messages of a stream (whose first datagram, with the RETH, is not steered) and
+ * the ACKs between them. Only with DEFER_TASKRUN, under
  * which the ring receives only when this thread waits on it: the two ways never take datagrams
  * out of order.
  */
@@ -244,7 +245,8 @@ static void on_buffer(struct uroce_progress *p, struct udp_slot *s, uint8_t *buf
  * After the completions: a socket whose last datagram continues a WRITE enters stream mode, and
  * has the next ones received straight into place at once (its multishot receive, until its
  * cancel, receives only when this thread next waits on the ring); a socket in stream mode
- * that its poll found readable has its turn, and leaves stream mode if that steers nothing.
+ * that its poll found readable has its turn, and leaves stream mode if that steers nothing and
+ * its last datagram does not continue a stream to steer.
  */
 static void receive_streams(struct uroce_progress *p, struct uring *u, uint64_t now)
 {
@@ -267,7 +269,7 @@ static void receive_streams(struct uroce_progress *p, struct uring *u, uint64_t 
 			continue;
 		u->readable[i] = false;
 		progress_receive_slot(p, i, now);
-		if (s->steered == steered)
+		if (s->steered == steered && !s->steer_next)
 			u->stream[i] = false;
 	}
 }
