@@ -204,8 +204,7 @@ static unsigned int gso_run(struct uroce_net *net, const struct roce_ipudp *g, c
 
 	*dport = port;
 	*bytes = lens[0];
-	while (k < n && k < UROCE_UDP_GSO_SEGS && lens[k] <= lens[0] &&
-	       *bytes + lens[k] <= UROCE_UDP_GSO_MAX &&
+	while (k < n && lens[k] <= lens[0] && uroce_udp_gso_room(k, *bytes, lens[k]) &&
 	       dest_port(net, g, buf + *bytes, lens[k]) == port) {
 		*bytes += lens[k];
 		if (lens[k++] < lens[0])
@@ -267,8 +266,7 @@ static void fill_run(const struct roce_ipudp *g0, const struct run *r)
 	for (unsigned int j = 0; j < r->k; p += r->lens[j], j++) {
 		g.ip_id = v4 ? (uint16_t)j : 0;
 		if (r->gaps)
-			roce_icrc_fill_gap(&g, p, r->lens[j], r->gaps[j].src, r->gaps[j].off,
-					   r->gaps[j].len);
+			roce_icrc_fill_gap(&g, p, r->lens[j], &r->gaps[j]);
 		else
 			roce_icrc_fill(&g, p, r->lens[j]);
 	}
@@ -435,16 +433,16 @@ int uroce_net_send_train(struct uroce_net *net, const struct roce_ipudp *f, uint
 	struct roce_ipudp g0;
 	unsigned int nr = 0;
 	int err = 0;
+	bool each = atomic_load(&net->no_gso) || uroce_faults_on(net->faults, true) ||
+		    roce_gid_is_multicast(f->dgid);
 
 	/* What reads a datagram's bytes (faults, multicast copies, the capture) reads them whole.
 	 */
-	if (gaps && (atomic_load(&net->no_gso) || uroce_faults_on(net->faults, true) ||
-		     roce_gid_is_multicast(f->dgid) || net->pcap)) {
+	if (gaps && (each || net->pcap)) {
 		fill_gaps(buf, lens, gaps, n);
 		gaps = NULL;
 	}
-	if (atomic_load(&net->no_gso) || uroce_faults_on(net->faults, true) ||
-	    roce_gid_is_multicast(f->dgid))
+	if (each)
 		return send_each(net, f, buf, lens, n);
 	(void)check_send(net, f, lens[0], &s); /* the socket; each run's own check below */
 	g0 = on_wire(net, s, f, 0);

@@ -241,15 +241,6 @@ unsigned int progress_receive_slot(struct uroce_progress *p, unsigned int slot, 
 	return total + (n ? hand_out_stream(p, slot, n, want, now) : 0);
 }
 
-/*
- * The direct receive of a polling thread: one socket per poll. Seven polls in eight try the
- * socket that last brought datagrams (a ping-pong's next one comes there), the eighth the
- * sockets in turn, so that a busy socket starves none. No epoll set holds the sockets
- * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
- * into it (docs/PERFORMANCE.md). The receive itself, most polls' whole work, is made without
- * the receive lock (the caller is the sockets' one receiver, progress_int.h: receiving), which
- * is taken only to hand out what came and to end the previous poll's batch.
- */
 /* progress_receive_direct() of a socket whose next datagram is likely one to steer. */
 static unsigned int receive_steered_direct(struct uroce_progress *p, unsigned int slot,
 					   uint64_t now)
@@ -267,6 +258,15 @@ static unsigned int receive_steered_direct(struct uroce_progress *p, unsigned in
 	return got;
 }
 
+/*
+ * The direct receive of a polling thread: one socket per poll. Seven polls in eight try the
+ * socket that last brought datagrams (a ping-pong's next one comes there), the eighth the
+ * sockets in turn, so that a busy socket starves none. No epoll set holds the sockets
+ * meanwhile: each datagram queued on a socket that one watches costs the sender a wake-up call
+ * into it (docs/PERFORMANCE.md). The receive itself, most polls' whole work, is made without
+ * the receive lock (the caller is the sockets' one receiver, progress_int.h: receiving), which
+ * is taken only to hand out what came and to end the previous poll's batch.
+ */
 unsigned int progress_receive_direct(struct uroce_progress *p, uint64_t now)
 {
 	unsigned int n = progress_udp_count(p), slot = p->rx_hint, want, got = 0;

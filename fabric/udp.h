@@ -99,6 +99,12 @@ int uroce_udp_join(const struct uroce_udp *s, const uint8_t group[16], unsigned 
 #define UROCE_UDP_GSO_MAX  65000u
 #define UROCE_UDP_GSO_SEGS 64u
 
+/* Whether a GSO send of @k datagrams, @bytes in all, has room for one more of @len bytes. */
+static inline bool uroce_udp_gso_room(unsigned int k, size_t bytes, size_t len)
+{
+	return k < UROCE_UDP_GSO_SEGS && bytes + len <= UROCE_UDP_GSO_MAX;
+}
+
 /*
  * Send the datagrams laid out back to back in @roce (@len bytes): each @seg bytes but the last,
  * which may be shorter, as one UDP GSO send (UDP_SEGMENT); a single datagram is a plain send.

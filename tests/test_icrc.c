@@ -336,14 +336,15 @@ Test(icrc, fill_gap_is_the_fill_of_the_whole_packet)
 		memcpy(src, whole + off, gap);
 		memset(split + off, 0xA5, gap);
 		roce_icrc_fill(&f, whole, len);
-		roce_icrc_fill_gap(&f, split, len, src, off, gap);
+		roce_icrc_fill_gap(&f, split, len,
+				   &(struct roce_pkt_gap){src, (uint16_t)off, (uint16_t)gap});
 		cr_assert_eq(le32(split + len - 4), le32(whole + len - 4),
 			     "%zu bytes, gap of %zu at %zu", len, gap, off);
 	}
 	/* A gap in the BTH or over the ICRC: nothing written. */
 	memset(split, 0x5A, sizeof(split));
-	roce_icrc_fill_gap(&f, split, 100, src, 11, 10);
-	roce_icrc_fill_gap(&f, split, 100, src, 90, 7);
+	roce_icrc_fill_gap(&f, split, 100, &(struct roce_pkt_gap){src, 11, 10});
+	roce_icrc_fill_gap(&f, split, 100, &(struct roce_pkt_gap){src, 90, 7});
 	for (size_t i = 0; i < sizeof(split); i++)
 		cr_assert_eq(split[i], 0x5A);
 }

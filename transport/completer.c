@@ -204,43 +204,24 @@ bool roce_comp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_
 	uint32_t psn = roce_get24(bth + 9), off, count;
 	const struct ibv_sge *sge;
 	struct roce_send_wqe *wqe;
-	uint8_t *at;
 
-	/*
-	 * The MIDDLE responses read_resp() takes next for the READ at the SQ's tail, each a
-	 * whole segment, into its one scatter entry. All but the LAST: (left - 1) / mtu at most.
-	 */
+	/* The MIDDLE responses read_resp() takes next for the READ at the SQ's tail. */
 	if (qp->comp.state == ROCE_COMP_ERROR || bth[0] != opcode || psn != qp->comp.psn ||
-	    seg != ROCE_BTH_LEN + qp->mtu + ROCE_ICRC_LEN || !tail_started(qp))
+	    !tail_started(qp))
 		return false;
 	wqe = roce_sq_wqe(qp, qp->sq->tail);
 	if (!(roce_wr_flags(wqe->opcode) & ROCE_WR_READ) || wqe->num_sge != 1 ||
 	    roce_psn_cmp(psn, wqe->first_psn) < 0 || roce_psn_cmp(psn, wqe->last_psn) >= 0)
 		return false;
 	off = ((psn - wqe->first_psn) & ROCE_PSN_MASK) * qp->mtu;
-	count = (uint32_t)(total / seg);
-	if (count > (wqe->length - off - 1) / qp->mtu)
-		count = (wqe->length - off - 1) / qp->mtu;
-	if (count > ROCE_STEER_MAX)
-		count = ROCE_STEER_MAX;
+	count = roce_steer_begin(qp, opcode, psn, seg, total, wqe->length - off, plan);
 	sge = roce_send_wqe_sge(wqe);
 	if (!count || (uint64_t)off + (uint64_t)count * qp->mtu > sge->length)
 		return false;
 	/* The check roce_sgl_copy makes of each of these responses, for all of them at once. */
-	at = qp->env->mem(qp->ctx, sge->lkey, false, sge->addr + off, (uint64_t)count * qp->mtu,
-			  IBV_ACCESS_LOCAL_WRITE, &err);
-	if (!at)
-		return false;
-	*plan = (struct roce_steer){
-		.at = at,
-		.qpn = qp->qpn,
-		.psn = psn,
-		.pmtu = qp->mtu,
-		.hdr_len = ROCE_BTH_LEN,
-		.opcode = opcode,
-		.count = (uint8_t)count,
-	};
-	return true;
+	plan->at = qp->env->mem(qp->ctx, sge->lkey, false, sge->addr + off,
+				(uint64_t)count * qp->mtu, IBV_ACCESS_LOCAL_WRITE, &err);
+	return plan->at;
 }
 
 static void atomic_ack(struct roce_qp *qp, struct roce_send_wqe *wqe, const struct roce_pkt *pkt,

@@ -195,41 +195,23 @@ static uint32_t get_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-void roce_icrc_fill_gap(const struct roce_ipudp *f, uint8_t *roce, size_t len, const uint8_t *src,
-			size_t off, size_t gap)
-{
-	uint8_t b[PSEUDO_HDR_MAX];
-	size_t n, end;
-	uint32_t crc;
-
-	if (!gap) {
-		roce_icrc_fill(f, roce, len);
-		return;
-	}
-	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || off < ROCE_BTH_LEN || off > len - ROCE_ICRC_LEN ||
-	    gap > len - ROCE_ICRC_LEN - off)
-		return;
-	end = len - ROCE_ICRC_LEN;
-	n = pseudo_hdr(b, f, roce, end);
-	if (!n)
-		return;
-	crc = crc32_update(CRC32_LRH_SEED, b, n);
-	crc = crc32_update(crc, roce + ROCE_BTH_LEN, off - ROCE_BTH_LEN);
-	crc = crc32_update(crc, src, gap);
-	crc = crc32_update(crc, roce + off + gap, end - off - gap);
-	for (size_t i = 0; i < ROCE_ICRC_LEN; i++)
-		roce[end + i] = (uint8_t)(crc >> (8 * i));
-}
-
-void roce_icrc_fill(const struct roce_ipudp *f, uint8_t *roce, size_t len)
+void roce_icrc_fill_gap(const struct roce_ipudp *f, uint8_t *roce, size_t len,
+			const struct roce_pkt_gap *gap)
 {
 	uint32_t crc;
 
-	if (len < ROCE_ICRC_LEN || !icrc(f, roce, len - ROCE_ICRC_LEN, &crc))
+	if (len < ROCE_ICRC_LEN || !icrc_gap(f, roce, len - ROCE_ICRC_LEN, gap, &crc))
 		return;
 	/* Least-significant byte first (PROTOCOL.md §2.4). */
 	for (size_t i = 0; i < ROCE_ICRC_LEN; i++)
 		roce[len - ROCE_ICRC_LEN + i] = (uint8_t)(crc >> (8 * i));
+}
+
+void roce_icrc_fill(const struct roce_ipudp *f, uint8_t *roce, size_t len)
+{
+	static const struct roce_pkt_gap none;
+
+	roce_icrc_fill_gap(f, roce, len, &none);
 }
 
 /*

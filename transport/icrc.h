@@ -58,12 +58,12 @@ uint32_t roce_icrc(const struct roce_ipudp *f, const uint8_t *roce, size_t len);
 void roce_icrc_fill(const struct roce_ipudp *f, uint8_t *roce, size_t len);
 
 /*
- * roce_icrc_fill() of a packet whose bytes [@off, @off + @gap) are the @gap bytes at @src, not
- * those of @roce (a payload left in the sender's memory: wire.h, struct roce_pkt_gap); @gap 0
- * is roce_icrc_fill(). Does nothing for a gap that is not after the BTH and before the ICRC.
+ * roce_icrc_fill() of a packet whose bytes [gap->off, gap->off + gap->len) are at gap->src,
+ * not in @roce (a payload left in the sender's memory: wire.h, struct roce_pkt_gap; gap->len
+ * 0: none). Does nothing for a gap that is not after the BTH and before the ICRC.
  */
-void roce_icrc_fill_gap(const struct roce_ipudp *f, uint8_t *roce, size_t len, const uint8_t *src,
-			size_t off, size_t gap);
+void roce_icrc_fill_gap(const struct roce_ipudp *f, uint8_t *roce, size_t len,
+			const struct roce_pkt_gap *gap);
 
 enum roce_icrc_result {
 	ROCE_ICRC_OK,    /* matches with the IPv4 ID in @f (or IPv6) */

@@ -270,6 +270,29 @@ bool roce_qp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_t 
 	return roce_resp_steer(qp, bth, seg, total, plan);
 }
 
+uint32_t roce_steer_begin(const struct roce_qp *qp, uint8_t opcode, uint32_t psn, uint16_t seg,
+			  size_t total, uint32_t left, struct roce_steer *plan)
+{
+	uint32_t count;
+
+	if (seg != ROCE_BTH_LEN + qp->mtu + ROCE_ICRC_LEN || !left)
+		return 0;
+	count = (uint32_t)(total / seg);
+	if (count > (left - 1) / qp->mtu)
+		count = (left - 1) / qp->mtu;
+	if (count > ROCE_STEER_MAX)
+		count = ROCE_STEER_MAX;
+	*plan = (struct roce_steer){
+		.qpn = qp->qpn,
+		.psn = psn,
+		.pmtu = qp->mtu,
+		.hdr_len = ROCE_BTH_LEN,
+		.opcode = opcode,
+		.count = (uint8_t)count,
+	};
+	return count;
+}
+
 size_t roce_qp_write_pkt(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest, uint64_t now)
 {
 	return roce_qp_write_pkt_gap(qp, buf, dest, now, NULL);

@@ -100,6 +100,15 @@ void roce_comp_arm(struct roce_qp *qp, uint64_t now);
 void roce_resp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, const struct roce_ipudp *ip,
 		    uint64_t now);
 size_t roce_resp_write(struct roce_qp *qp, uint8_t *buf, struct roce_dest *dest);
+/*
+ * Start @plan (wire.h: struct roce_steer) for MIDDLE packets of @opcode from PSN @psn, of a
+ * message with @left bytes still to come, in a datagram of @total bytes in segments of @seg:
+ * as many whole segments as it holds, but never the packet that ends the message. Returns how
+ * many (0: none, also for segments that are not whole MIDDLE packets); plan->at is the
+ * caller's, the memory of that many times the MTU.
+ */
+uint32_t roce_steer_begin(const struct roce_qp *qp, uint8_t opcode, uint32_t psn, uint16_t seg,
+			  size_t total, uint32_t left, struct roce_steer *plan);
 /* roce_qp_steer() of an RC or UC QP that receives: WRITE requests, READ responses. */
 bool roce_resp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_t total,
 		     struct roce_steer *plan);

@@ -539,38 +539,18 @@ bool roce_resp_steer(struct roce_qp *qp, const uint8_t *bth, uint16_t seg, size_
 	uint8_t opcode = (uint8_t)(roce_qp_tr(qp) | ROCE_OP_WRITE_MIDDLE);
 	enum roce_mem_err err = ROCE_MEM_OK;
 	uint32_t count;
-	uint8_t *at;
 
-	/*
-	 * The MIDDLE packets the responder expects next, each a whole segment of the datagram.
-	 * All but the one that ends the WRITE: (write_left - 1) / mtu of them at most.
-	 */
+	/* The MIDDLE packets the responder expects next, into the WRITE's target. */
 	if (qp->resp.state != ROCE_RESP_IN_WRITE || bth[0] != opcode ||
-	    roce_get24(bth + 9) != qp->resp.psn || seg != ROCE_BTH_LEN + qp->mtu + ROCE_ICRC_LEN ||
-	    !qp->resp.write_left)
+	    roce_get24(bth + 9) != qp->resp.psn)
 		return false;
-	count = (uint32_t)(total / seg);
-	if (count > (qp->resp.write_left - 1) / qp->mtu)
-		count = (qp->resp.write_left - 1) / qp->mtu;
-	if (count > ROCE_STEER_MAX)
-		count = ROCE_STEER_MAX;
+	count = roce_steer_begin(qp, opcode, qp->resp.psn, seg, total, qp->resp.write_left, plan);
 	if (!count)
 		return false;
 	/* The check check_rkey makes of each of these packets, for all of them at once. */
-	at = qp->env->mem(qp->ctx, qp->resp.write_rkey, true, qp->resp.write_va,
-			  (uint64_t)count * qp->mtu, IBV_ACCESS_REMOTE_WRITE, &err);
-	if (!at)
-		return false;
-	*plan = (struct roce_steer){
-		.at = at,
-		.qpn = qp->qpn,
-		.psn = qp->resp.psn,
-		.pmtu = qp->mtu,
-		.hdr_len = ROCE_BTH_LEN,
-		.opcode = opcode,
-		.count = (uint8_t)count,
-	};
-	return true;
+	plan->at = qp->env->mem(qp->ctx, qp->resp.write_rkey, true, qp->resp.write_va,
+				(uint64_t)count * qp->mtu, IBV_ACCESS_REMOTE_WRITE, &err);
+	return plan->at;
 }
 
 void roce_resp_recv(struct roce_qp *qp, const struct roce_pkt *pkt, const struct roce_ipudp *ip,

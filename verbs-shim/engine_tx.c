@@ -166,30 +166,26 @@ void uroce_engine_drain(struct uroce_qp *qp, uint64_t now)
 	 * could complete its request.
 	 */
 	while ((len = roce_qp_write_pkt_gap(&qp->core, t->buf + off, &dest, now, &t->gaps[n]))) {
+		bool other, joins;
+
 		if (cached_path_of(qp, dest.ah, &paths, &next))
 			continue; /* no source address: the packet is lost (net.h) */
-		if (n && memcmp(&next, &f, sizeof(f))) {
-			/* Another destination (UD): the train so far leaves first. */
+		/* Another destination (UD), or the packet joins the train's last datagram. */
+		other = n && memcmp(&next, &f, sizeof(f));
+		joins = n && !other && len == dgram_len &&
+			uroce_udp_gso_room(dgram_k, dgram_bytes, len);
+		if (other || (n && !joins && off >= TRAIN_FLUSH)) {
+			/* The train so far leaves first; this packet starts the next. */
 			uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, t->gaps, n);
 			memmove(t->buf, t->buf + off, len);
 			t->gaps[0] = t->gaps[n];
 			off = 0;
 			n = 0;
 		}
-		/* Whether the packet joins the train's last datagram (net_tx.c: gso_run). */
-		if (n && len == dgram_len && dgram_k < UROCE_UDP_GSO_SEGS &&
-		    dgram_bytes + len <= UROCE_UDP_GSO_MAX) {
+		if (joins) {
 			dgram_k++;
 			dgram_bytes += len;
 		} else {
-			if (n && off >= TRAIN_FLUSH) {
-				uroce_net_send_train(uroce_engine_ep, &f, t->buf, t->lens, t->gaps,
-						     n);
-				memmove(t->buf, t->buf + off, len);
-				t->gaps[0] = t->gaps[n];
-				off = 0;
-				n = 0;
-			}
 			dgram_len = len;
 			dgram_k = 1;
 			dgram_bytes = len;

@@ -603,7 +603,7 @@ static void transmit(struct sim_qp *qp, uint8_t *buf, size_t len, const struct r
 	if (gap && gap->len) {
 		s->stats.gapped++;
 		memset(buf + gap->off, 0xA5, gap->len);
-		roce_icrc_fill_gap(&ip, buf, len, gap->src, gap->off, gap->len);
+		roce_icrc_fill_gap(&ip, buf, len, gap);
 		roce_pkt_gap_fill(buf, gap);
 	} else {
 		roce_icrc_fill(&ip, buf, len);
